@@ -1,0 +1,79 @@
+"""The ``tablerelay`` command: serve, room create/list, token, roll.
+
+Each subcommand's work lives in its own module; this file only parses the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tablerelay",
+        description="A WebSocket relay for virtual tabletop tables, with server-side dice.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the relay server")
+    serve.add_argument("--host", help="address to listen on [127.0.0.1] (TABLERELAY_HOST)")
+    serve.add_argument("--port", type=int, help="port to listen on [8765] (TABLERELAY_PORT)")
+    serve.add_argument("--data", help="data folder [./data] (TABLERELAY_DATA)")
+    serve.add_argument("--config", help="a TOML config file (TABLERELAY_CONFIG)")
+    serve.add_argument("--log-format", choices=["auto", "json", "console"], help="log line format")
+
+    room = sub.add_parser("room", help="create or list rooms")
+    room_sub = room.add_subparsers(dest="room_command", required=True, metavar="ACTION")
+    create = room_sub.add_parser("create", help="create a room and print its tokens")
+    create.add_argument("--name", required=True, help="the room's name")
+    create.add_argument("--data", help="data folder [./data]")
+    create.add_argument("--config", help="a TOML config file")
+    create.add_argument("--json", action="store_true", help="print one JSON object")
+    listing = room_sub.add_parser("list", help="list rooms")
+    listing.add_argument("--data", help="data folder [./data]")
+    listing.add_argument("--config", help="a TOML config file")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    token = sub.add_parser("token", help="issue a token for a room")
+    token.add_argument("--room", required=True, help="room id")
+    token.add_argument("--role", required=True, choices=["gm", "player", "spectator"])
+    token.add_argument("--name", help="the participant's display name")
+    token.add_argument("--ttl", type=int, help="seconds until the token expires [30 days]")
+    token.add_argument("--data", help="data folder [./data]")
+    token.add_argument("--config", help="a TOML config file")
+
+    roll = sub.add_parser(
+        "roll",
+        help="roll locally with the rules core (no server)",
+        description="Roll locally. Values are JSON where they parse as JSON (numbers, true, lists, maps), "
+        "else strings: tablerelay roll drawsteel.power characteristic=2 edges=1",
+    )
+    roll.add_argument("system", help="a system name; 'tablerelay roll list' shows them")
+    roll.add_argument("args", nargs="*", metavar="key=value")
+    roll.add_argument("--json", action="store_true", help="print the exact result as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "roll":
+        from rules.cli import roll_command
+
+        return roll_command(args.system, args.args, as_json=args.json)
+    if args.command == "serve":
+        from relay.commands import serve_command
+
+        return serve_command(args)
+    if args.command == "room":
+        from relay.commands import room_create_command, room_list_command
+
+        return room_create_command(args) if args.room_command == "create" else room_list_command(args)
+    from relay.commands import token_command
+
+    return token_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

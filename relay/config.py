@@ -1,0 +1,131 @@
+"""Server settings: defaults, then a TOML file, then ``TABLERELAY_*`` environment variables, then flags.
+
+One dataclass holds every setting so there is exactly one place that names a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_frame: int = 64 * 1024  # bytes; larger frames close the socket with 1009
+    rate: float = 20.0  # frames per second per connection (token bucket refill)
+    burst: int = 40  # token bucket size
+    max_rooms: int = 10_000
+    max_members: int = 10_000  # per room, connected sockets
+    max_label: int = 200
+    max_request_id: int = 64
+    send_queue: int = 1024  # frames queued per socket before it is closed with 4008
+    history: int = 100  # events in a fresh welcome
+    fear_max: int = 12
+    hope_max: int = 6
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    data: Path = Path("data")
+    secret: str | None = None  # TABLERELAY_SECRET; else a secret file in the data folder
+    log_format: str = "auto"  # auto | json | console
+    log_level: str = "info"
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data / "tablerelay.sqlite3"
+
+
+def _coerce(name: str, current: Any, value: Any) -> Any:
+    """Convert ``value`` (a TOML value or an environment string) to the type of ``current``."""
+    try:
+        if isinstance(current, bool):
+            if isinstance(value, str):
+                return value.strip().lower() in {"1", "true", "yes", "on"}
+            return bool(value)
+        if isinstance(current, int):
+            return int(value)
+        if isinstance(current, float):
+            return float(value)
+        if isinstance(current, Path):
+            return Path(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"Setting {name!r} must be a {type(current).__name__}; got {value!r}.") from exc
+    return str(value)
+
+
+def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        fields = {f.name: f for f in dataclasses.fields(obj)}
+        if key not in fields:
+            raise ConfigError(f"Unknown setting {key!r} in {where}; known: {', '.join(sorted(fields))}.")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"Setting {key!r} in {where} must be a table.")
+            changes[key] = _apply(current, value, where)
+        elif current is None or value is None:
+            changes[key] = value
+        else:
+            changes[key] = _coerce(key, current, value)
+    return dataclasses.replace(obj, **changes)
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Config):
+        if f.name == "limits":
+            continue
+        env = environ.get(f"TABLERELAY_{f.name.upper()}")
+        if env is not None and env != "":
+            values[f.name] = env
+    limits: dict[str, Any] = {}
+    for f in dataclasses.fields(Limits):
+        env = environ.get(f"TABLERELAY_{f.name.upper()}")
+        if env is not None and env != "":
+            limits[f.name] = env
+    if limits:
+        values["limits"] = limits
+    return values
+
+
+def load(
+    file: Path | str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the settings: defaults < TOML file (``TABLERELAY_CONFIG`` if no file given) < env < overrides.
+
+    ``overrides`` are the command line's flags; ``None`` values mean "not given".
+    """
+    env = os.environ if environ is None else environ
+    config = Config()
+    file = file or env.get("TABLERELAY_CONFIG") or None
+    if file is not None:
+        path = Path(file)
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"The config file {str(path)!r} does not exist.") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"The config file {str(path)!r} is not valid TOML: {exc}.") from exc
+        config = _apply(config, data.get("tablerelay", data), str(path))
+    config = _apply(config, _from_env(env), "the environment")
+    if overrides:
+        config = _apply(config, {k: v for k, v in overrides.items() if v is not None}, "the command line")
+    assert isinstance(config, Config)
+    return config
