@@ -1,0 +1,261 @@
+// Types for tablerelay.js, the thin client for the tablerelay dice relay (wire protocol version 1).
+//
+// Integers: an integer that fits a JS number exactly (|n| ≤ 2^53 − 1) is a `number`; any larger one
+// arrives as a `bigint` and is never rounded. Where the protocol says "int", the type below is `Int`.
+
+export type Int = number | bigint;
+
+export declare const PROTOCOL_VERSION: 1;
+export declare const EVENT_KINDS: readonly ["roll", "reveal", "resource", "join", "leave"];
+
+export type Role = "gm" | "player" | "spectator";
+export type Visibility = "public" | "gm" | "blind" | "self";
+export type Format = "foundry" | "roll20";
+export type ResourceName = "fear" | "hope";
+export type ResourceOp = "gain" | "spend" | "set";
+
+/** Codes the server sends, plus the client's own: disconnected, closed, timeout, gap. */
+export type ErrorCode =
+  | "bad_frame"
+  | "bad_intent"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "insufficient"
+  | "rate_limited"
+  | "conflict"
+  | "internal"
+  | "disconnected"
+  | "closed"
+  | "timeout"
+  | "gap"
+  | (string & {});
+
+export interface Actor {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export interface Member extends Actor {
+  [extra: string]: unknown;
+}
+
+export interface RoomState {
+  fear: Int;
+  /** Hope per participant id. */
+  hope: Record<string, Int>;
+  members: Member[];
+}
+
+/** A roll intent (see docs/rules.md): `system` picks the rules, every other key is an argument. */
+export interface Intent {
+  system: string;
+  [argument: string]: unknown;
+}
+
+/** One die in a result: faces, value, kept, plus the system's marks ("role", "exploded", "chain"…). */
+export interface Die {
+  faces: Int;
+  value: Int;
+  kept: boolean;
+  role?: string;
+  exploded?: boolean;
+  chain?: Int[];
+  [mark: string]: unknown;
+}
+
+export interface Effect {
+  resource: ResourceName;
+  delta: Int;
+}
+
+/** A rules result (docs/rules.md); every system adds its own fields. */
+export interface RollResult {
+  system: string;
+  dice: Die[];
+  total: Int | null;
+  formula: string;
+  text: string;
+  effects?: Effect[];
+  requires?: Partial<Record<ResourceName, Int>>;
+  [field: string]: unknown;
+}
+
+interface EventBase {
+  seq: number;
+  epoch: string | Int;
+  /** Milliseconds since the Unix epoch. */
+  ts: number;
+  actor: Actor;
+  visibility: Visibility;
+}
+
+/** A roll you may see: the full event. */
+export interface OpenRollEvent extends EventBase {
+  kind: "roll";
+  sealed?: false;
+  label?: string;
+  intent: Intent;
+  result: RollResult;
+  /** Present when the hello asked for the format. */
+  foundry?: Record<string, unknown>;
+  roll20?: { rollresult: Record<string, unknown>; chat: string };
+}
+
+/** A roll outside your audience: only that it happened and the commitment that will prove its reveal. */
+export interface SealedRollEvent extends EventBase {
+  kind: "roll";
+  sealed: true;
+  /** Hex SHA-256 of nonce ‖ blob. */
+  commitment: string;
+}
+
+export type RollEvent = OpenRollEvent | SealedRollEvent;
+
+export interface RevealEvent extends EventBase {
+  kind: "reveal";
+  /** The seq of the sealed roll it opens. */
+  of: number;
+  /** The MessagePack bytes of the roll's full event body. */
+  blob: Uint8Array;
+  nonce: Uint8Array;
+  /** Added by the client: the decoded blob (the full roll), or null if it did not decode. */
+  revealed: OpenRollEvent | null;
+  /**
+   * Added by the client: true when SHA-256(nonce ‖ blob) equals the commitment this client saw on the sealed
+   * roll, false when it does not, null when this client never saw the sealed placeholder (it was in the
+   * roll's audience, or the roll is older than its history).
+   */
+  verified: boolean | null;
+}
+
+export interface ResourceEvent extends EventBase {
+  kind: "resource";
+  name: ResourceName;
+  participant?: string;
+  delta: Int;
+  value: Int;
+  /** The seq of the roll that caused it, once that roll is public. */
+  cause?: number | null;
+}
+
+export interface MemberEvent extends EventBase {
+  kind: "join" | "leave";
+  member: Member;
+}
+
+export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent;
+
+export interface Welcome {
+  t: "welcome";
+  room: { id: string; name: string };
+  you: Actor;
+  session: string;
+  epoch: string | Int;
+  seq: number;
+  state: RoomState;
+  history: RelayEvent[];
+  recovered: boolean;
+}
+
+export interface DeliveryInfo {
+  /** True for the backlog of a fresh welcome (events from before this connection); false for news. */
+  replay: boolean;
+}
+
+export type Status = "idle" | "connecting" | "open" | "reconnecting" | "closed";
+
+export interface WebSocketLike {
+  readonly readyState: number;
+  binaryType: string;
+  send(data: Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: string, listener: (event: any) => void): void;
+}
+
+export interface TableRelayOptions {
+  /** A WebSocket constructor; defaults to globalThis.WebSocket (pass `ws` in Node 20). */
+  WebSocket?: new (url: string) => WebSocketLike;
+  /** Display name sent in the hello. */
+  name?: string;
+  /** Renderings to receive with each roll. */
+  formats?: Format[];
+  /** A session token from an earlier welcome: rejoin as that participant (falls back to `token` if refused). */
+  session?: string | null;
+  /** Reconnect after a drop (default true). */
+  reconnect?: boolean;
+  /** Backoff: first delay and ceiling in ms (defaults 250 and 10000; each wait is jittered to 50–100%). */
+  minDelay?: number;
+  maxDelay?: number;
+  /** Heartbeat ping every this many ms while idle (default 25000; 0 turns it off). */
+  pingInterval?: number;
+  /** A heartbeat without a pong after this many ms forces a reconnect (default 10000). */
+  pingTimeout?: number;
+}
+
+export interface RollOptions {
+  visibility?: Visibility;
+  /** Shown with the roll to its audience (≤ 200 characters). */
+  label?: string;
+  /** The request id and idempotency key; generated when absent. */
+  id?: string;
+}
+
+export declare class TableRelayError extends Error {
+  constructor(code: ErrorCode, message: string, details?: { id?: string; closeCode?: number });
+  readonly code: ErrorCode;
+  /** The request id the error answers, when it answers one. */
+  readonly id?: string;
+  readonly closeCode?: number;
+}
+
+interface Listeners {
+  roll: (event: RollEvent, info: DeliveryInfo) => void;
+  reveal: (event: RevealEvent, info: DeliveryInfo) => void;
+  resource: (event: ResourceEvent, info: DeliveryInfo) => void;
+  join: (event: MemberEvent, info: DeliveryInfo) => void;
+  leave: (event: MemberEvent, info: DeliveryInfo) => void;
+  event: (event: RelayEvent, info: DeliveryInfo) => void;
+  welcome: (welcome: Welcome, info: { fresh: boolean }) => void;
+  state: (state: RoomState) => void;
+  status: (status: Status) => void;
+  error: (error: TableRelayError) => void;
+  close: (error: TableRelayError) => void;
+}
+
+export declare class TableRelay {
+  constructor(url: string, token: string, options?: TableRelayOptions);
+  readonly url: string;
+  readonly token: string;
+  readonly status: Status;
+  readonly room: { id: string; name: string } | null;
+  readonly you: Actor | null;
+  readonly session: string | null;
+  readonly epoch: string | Int | null;
+  /** The seq of the last event delivered to listeners. */
+  readonly seq: number;
+  readonly state: RoomState;
+
+  connect(): Promise<Welcome>;
+  close(): void;
+  reconnectNow(): void;
+
+  on<K extends keyof Listeners>(type: K, fn: Listeners[K]): () => void;
+  once<K extends keyof Listeners>(type: K, fn: Listeners[K]): () => void;
+  off<K extends keyof Listeners>(type: K, fn: Listeners[K]): void;
+
+  roll(intent: Intent, options?: RollOptions): Promise<RollEvent>;
+  reveal(seq: number): Promise<RevealEvent>;
+  resource(name: ResourceName, op: ResourceOp, n: Int, options?: { participant?: string }): Promise<ResourceEvent>;
+  /** Resolves with the round trip in ms. */
+  ping(options?: { timeout?: number }): Promise<number>;
+  /** One of the last 1000 events, by seq. */
+  event(seq: number): RelayEvent | undefined;
+}
+
+export declare function verifyCommitment(nonce: Uint8Array, blob: Uint8Array, commitment: string): Promise<boolean>;
+export declare function decodeMsgpack(bytes: Uint8Array): unknown;
+export declare function encodeMsgpack(value: unknown): Uint8Array;
+
+export default TableRelay;

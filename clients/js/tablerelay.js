@@ -1,0 +1,629 @@
+// tablerelay: a thin client for the tablerelay dice relay (wire protocol version 1).
+//
+// One ES module for browsers and Node 20+. The only dependency is @msgpack/msgpack; in a browser map the
+// bare specifier with an import map, in Node it resolves from node_modules. Types: tablerelay.d.ts.
+//
+//   import { TableRelay } from "tablerelay";
+//   const table = new TableRelay("wss://relay.example/ws", token);
+//   table.on("roll", (event) => console.log(event.actor.name, event.result?.text ?? "(sealed)"));
+//   await table.connect();
+//   const event = await table.roll({ system: "drawsteel.power", characteristic: 2, edges: 1 });
+
+import { Decoder, Encoder } from "@msgpack/msgpack";
+
+export const PROTOCOL_VERSION = 1;
+
+/** Event kinds the server sends (`event.kind`). */
+export const EVENT_KINDS = Object.freeze(["roll", "reveal", "resource", "join", "leave"]);
+
+// Close codes after which reconnecting cannot help: the server refused who we are or what we sent.
+// 4001 = first frame was not a hello (a client bug); 4003/4401/4403 = the token was refused.
+const FATAL_CLOSE_CODES = new Set([4001, 4003, 4401, 4403]);
+const FATAL_ERROR_CODES = new Set(["unauthorized", "forbidden", "not_found"]);
+const NORMAL_CLOSURE = 1000;
+const RECENT_EVENTS = 1000; // events kept so acks (also retried ones) can resolve to their event
+
+/** An error from the server (`code`, `message`) or from the client itself (`disconnected`, `closed`, `timeout`). */
+export class TableRelayError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{ id?: string, closeCode?: number }} [details]
+   */
+  constructor(code, message, details = {}) {
+    super(message);
+    this.name = "TableRelayError";
+    this.code = code;
+    if (details.id !== undefined) this.id = details.id;
+    if (details.closeCode !== undefined) this.closeCode = details.closeCode;
+  }
+}
+
+// Ints that do not fit an int32/uint32 travel as MessagePack int64/uint64. Decoding those as BigInt keeps
+// them exact; narrowing the ones that fit a double back to `number` keeps ordinary values (timestamps,
+// totals) plain numbers, so only an integer outside ±(2^53 − 1) is ever a BigInt.
+const decoder = new Decoder({ useBigInt64: true });
+const encoder = new Encoder({ useBigInt64: true, ignoreUndefined: true });
+
+/** Decode one MessagePack value, with integers narrowed as described above. */
+export function decodeMsgpack(bytes) {
+  return narrowIntegers(decoder.decode(bytes));
+}
+
+/** Encode one value as MessagePack; `bigint` values are sent exactly as int64/uint64. */
+export function encodeMsgpack(value) {
+  return encoder.encode(value);
+}
+
+function narrowIntegers(value) {
+  if (typeof value === "bigint") {
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : value;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = narrowIntegers(value[i]);
+    return value;
+  }
+  if (value !== null && typeof value === "object" && !ArrayBuffer.isView(value)) {
+    for (const key of Object.keys(value)) value[key] = narrowIntegers(value[key]);
+  }
+  return value;
+}
+
+function toHex(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let out = "";
+  for (const b of bytes) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+/**
+ * Check a reveal: does SHA-256(nonce ‖ blob) equal the hex commitment published with the sealed roll?
+ * @param {Uint8Array} nonce
+ * @param {Uint8Array} blob
+ * @param {string} commitment
+ * @returns {Promise<boolean>}
+ */
+export async function verifyCommitment(nonce, blob, commitment) {
+  if (!(nonce instanceof Uint8Array) || !(blob instanceof Uint8Array) || typeof commitment !== "string") {
+    return false;
+  }
+  const joined = new Uint8Array(nonce.length + blob.length);
+  joined.set(nonce, 0);
+  joined.set(blob, nonce.length);
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", joined);
+  return toHex(digest) === commitment.toLowerCase();
+}
+
+function randomPrefix() {
+  const bytes = new Uint8Array(6);
+  globalThis.crypto.getRandomValues(bytes);
+  return toHex(bytes);
+}
+
+/**
+ * A connection to one room of a tablerelay server. Reconnects by itself and resumes from the last event
+ * it saw, so listeners receive every event exactly once, in seq order.
+ */
+export class TableRelay {
+  /**
+   * @param {string} url the server's WebSocket address, e.g. "wss://relay.example/ws"
+   * @param {string} token a room token (GM, player invite, spectator, or a session token)
+   * @param {import("./tablerelay.d.ts").TableRelayOptions} [options]
+   */
+  constructor(url, token, options = {}) {
+    if (typeof url !== "string" || !url) throw new TypeError("TableRelay needs the server's WebSocket URL.");
+    if (typeof token !== "string" || !token) throw new TypeError("TableRelay needs a room token.");
+    const WebSocketImpl = options.WebSocket ?? globalThis.WebSocket;
+    if (typeof WebSocketImpl !== "function") {
+      throw new TypeError(
+        "No WebSocket constructor: pass one as options.WebSocket (in Node 20: `import WebSocket from \"ws\"`).",
+      );
+    }
+    this.url = url;
+    this.token = token;
+    this.name = options.name;
+    this.formats = options.formats;
+    this._WebSocket = WebSocketImpl;
+    this._reconnect = options.reconnect !== false;
+    this._minDelay = options.minDelay ?? 250;
+    this._maxDelay = options.maxDelay ?? 10_000;
+    this._pingInterval = options.pingInterval ?? 25_000;
+    this._pingTimeout = options.pingTimeout ?? 10_000;
+
+    /** @type {"idle"|"connecting"|"open"|"reconnecting"|"closed"} */
+    this.status = "idle";
+    this.room = null;
+    this.you = null;
+    /** The session token from the last welcome: it rejoins as the same participant. */
+    this.session = options.session ?? null;
+    this.epoch = null;
+    /** The seq of the last event delivered to listeners. */
+    this.seq = 0;
+    /** The room's state, kept current from welcomes and resource/join/leave events. */
+    this.state = { fear: 0, hope: {}, members: [] };
+
+    this._listeners = new Map();
+    this._ws = null;
+    this._attempt = 0;
+    this._timer = null;
+    this._heartbeat = null;
+    this._welcomed = false;
+    this._chain = Promise.resolve();
+    this._idPrefix = randomPrefix();
+    this._nextId = 1;
+    this._pending = new Map(); // request id -> request
+    this._awaitingEvent = new Map(); // seq -> requests acked whose event has not arrived yet
+    this._recent = new Map(); // seq -> event, the last RECENT_EVENTS events
+    this._commitments = new Map(); // seq of a sealed roll -> its commitment
+    this._ready = null;
+  }
+
+  // ---- events -------------------------------------------------------------------------------------------
+
+  /**
+   * Listen for an event kind ("roll", "reveal", "resource", "join", "leave"), "event" (every event), or a
+   * client happening: "welcome", "state", "status", "error". Returns a function that removes the listener.
+   */
+  on(type, fn) {
+    if (typeof fn !== "function") throw new TypeError("on() needs a listener function.");
+    let set = this._listeners.get(type);
+    if (!set) this._listeners.set(type, (set = new Set()));
+    set.add(fn);
+    return () => this.off(type, fn);
+  }
+
+  off(type, fn) {
+    this._listeners.get(type)?.delete(fn);
+  }
+
+  /** Like on(), for one call only. */
+  once(type, fn) {
+    const off = this.on(type, (...args) => {
+      off();
+      fn(...args);
+    });
+    return off;
+  }
+
+  _emit(type, ...args) {
+    const set = this._listeners.get(type);
+    if (!set) return;
+    for (const fn of [...set]) {
+      try {
+        fn(...args);
+      } catch (err) {
+        // A listener's bug must not stop delivery to the others or stall the event pipeline.
+        setTimeout(() => {
+          throw err;
+        }, 0);
+      }
+    }
+  }
+
+  _setStatus(status) {
+    if (this.status === status) return;
+    this.status = status;
+    this._emit("status", status);
+  }
+
+  // ---- connection ---------------------------------------------------------------------------------------
+
+  /**
+   * Open the connection. Resolves with the first welcome; rejects if the server refuses the token (or, with
+   * `reconnect: false`, if the first attempt fails). Calling it again returns the same promise.
+   */
+  connect() {
+    if (this._ready) return this._ready;
+    this._ready = new Promise((resolve, reject) => {
+      this._resolveReady = resolve;
+      this._rejectReady = reject;
+    });
+    this._open();
+    return this._ready;
+  }
+
+  /** Close for good: no reconnect; requests still waiting are rejected with code "closed". */
+  close() {
+    this._stop(new TableRelayError("closed", "The connection was closed by this client."));
+  }
+
+  _stop(error) {
+    if (this.status === "closed") return;
+    this._setStatus("closed");
+    clearTimeout(this._timer);
+    this._stopHeartbeat();
+    const ws = this._ws;
+    this._ws = null;
+    if (ws && ws.readyState <= 1) ws.close(NORMAL_CLOSURE);
+    for (const request of this._pending.values()) request.reject(error);
+    this._pending.clear();
+    this._awaitingEvent.clear();
+    this._rejectReady?.(error);
+    this._ready ??= Promise.reject(error);
+    this._ready.catch(() => {});
+    this._emit("close", error);
+  }
+
+  _open() {
+    this._setStatus(this._attempt === 0 && !this._welcomed ? "connecting" : "reconnecting");
+    this._welcomedOnSocket = false;
+    let ws;
+    try {
+      ws = new this._WebSocket(this.url);
+    } catch (err) {
+      this._afterClose(null, 1006, String(err?.message ?? err));
+      return;
+    }
+    ws.binaryType = "arraybuffer";
+    this._ws = ws;
+    ws.addEventListener("open", () => {
+      if (this._ws === ws) this._sendFrame(this._hello());
+    });
+    ws.addEventListener("message", (event) => {
+      if (this._ws === ws) this._receive(event.data);
+    });
+    ws.addEventListener("close", (event) => {
+      if (this._ws === ws) this._afterClose(ws, event.code, event.reason);
+    });
+    // Every failure is followed by a close event; that is where it is handled.
+    ws.addEventListener("error", () => {});
+  }
+
+  _hello() {
+    this._helloUsedSession = Boolean(this.session) && this.session !== this.token;
+    const hello = { t: "hello", v: PROTOCOL_VERSION, token: this.session ?? this.token };
+    if (this.name) hello.name = this.name;
+    if (this.formats?.length) hello.formats = this.formats;
+    if (this.epoch !== null) hello.resume = { epoch: this.epoch, seq: this.seq };
+    return hello;
+  }
+
+  _afterClose(ws, code, reason) {
+    this._ws = null;
+    this._stopHeartbeat();
+    this._welcomedOnSocket = false;
+    if (this.status === "closed") return;
+    if (FATAL_CLOSE_CODES.has(code)) {
+      this._stop(new TableRelayError("unauthorized", reason || `The server refused us (${code}).`, { closeCode: code }));
+      return;
+    }
+    // A sent request other than a roll may or may not have taken effect; only a roll is safe to send again
+    // (its id is its idempotency key), so the others are rejected rather than risk doing them twice.
+    for (const [id, request] of this._pending) {
+      if (!request.sent || request.acked) continue;
+      if (request.frame.t === "roll") {
+        request.sent = false;
+      } else {
+        this._pending.delete(id);
+        request.reject(
+          new TableRelayError(
+            "disconnected",
+            "The connection dropped before the server answered; the request may or may not have taken effect.",
+            { id },
+          ),
+        );
+      }
+    }
+    if (!this._reconnect) {
+      this._stop(new TableRelayError("disconnected", reason || `The connection closed (${code}).`, { closeCode: code }));
+      return;
+    }
+    this._setStatus("reconnecting");
+    const ceiling = Math.min(this._maxDelay, this._minDelay * 2 ** this._attempt);
+    const delay = ceiling / 2 + Math.random() * (ceiling / 2); // jitter spreads a room's reconnects apart
+    this._attempt++;
+    this._timer = setTimeout(() => this._open(), delay);
+  }
+
+  /** Drop the current socket and reconnect at once (resuming); e.g. when the page comes back online. */
+  reconnectNow() {
+    if (this.status === "closed" || this.status === "idle") return;
+    clearTimeout(this._timer);
+    this._attempt = 0;
+    const ws = this._ws;
+    if (ws) {
+      ws.close(4000, "client reconnect");
+      this._afterClose(ws, 4000, "client reconnect");
+    } else {
+      this._open();
+    }
+  }
+
+  _startHeartbeat() {
+    this._stopHeartbeat();
+    if (!this._pingInterval) return;
+    this._heartbeat = setInterval(() => {
+      this.ping({ timeout: this._pingTimeout }).catch((err) => {
+        if (err.code === "timeout") this.reconnectNow();
+      });
+    }, this._pingInterval);
+    this._heartbeat.unref?.();
+  }
+
+  _stopHeartbeat() {
+    clearInterval(this._heartbeat);
+    this._heartbeat = null;
+  }
+
+  _sendFrame(frame) {
+    const ws = this._ws;
+    if (!ws || ws.readyState !== 1) return false;
+    ws.send(encodeMsgpack(frame));
+    return true;
+  }
+
+  // ---- receiving ----------------------------------------------------------------------------------------
+
+  _receive(data) {
+    let frame;
+    try {
+      if (typeof data === "string") throw new Error("a text frame");
+      frame = decodeMsgpack(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
+      if (frame === null || typeof frame !== "object" || typeof frame.t !== "string") {
+        throw new Error("a frame that is not a map with a type");
+      }
+    } catch (err) {
+      this._emit("error", new TableRelayError("bad_frame", `The server sent ${err.message}.`));
+      return;
+    }
+    // Reveal checks are async (WebCrypto); chaining keeps delivery in arrival (= seq) order.
+    this._chain = this._chain
+      .then(() => this._handle(frame))
+      .catch((err) => this._emit("error", err instanceof TableRelayError ? err : new TableRelayError("internal", String(err?.message ?? err))));
+  }
+
+  async _handle(frame) {
+    if (this.status === "closed") return;
+    switch (frame.t) {
+      case "welcome":
+        return this._onWelcome(frame);
+      case "event":
+        return this._onEvent(frame, { replay: false });
+      case "ack":
+        return this._onAck(frame);
+      case "pong":
+        return this._settle(frame.id, (request) => request.resolve(Date.now() - request.sentAt));
+      case "error":
+        return this._onError(frame);
+      default:
+        return undefined; // newer server, newer frame: ignore what we do not know
+    }
+  }
+
+  async _onWelcome(frame) {
+    const fresh = !(frame.recovered === true && this.epoch !== null && frame.epoch === this.epoch);
+    this.room = frame.room;
+    this.you = frame.you;
+    if (frame.session) this.session = frame.session;
+    this._welcomed = true;
+    this._welcomedOnSocket = true;
+    this._attempt = 0;
+    if (fresh) {
+      // A first welcome, or a resume the server could not fill: start over from its state and history.
+      this.epoch = frame.epoch;
+      this._recent.clear();
+      this._commitments.clear();
+      this.state = {
+        fear: frame.state?.fear ?? 0,
+        hope: { ...(frame.state?.hope ?? {}) },
+        members: [...(frame.state?.members ?? [])],
+      };
+      this.seq = 0;
+    }
+    this._setStatus("open");
+    this._emit("welcome", frame, { fresh });
+    for (const event of frame.history ?? []) {
+      // The welcome's state already includes a fresh history's effects; a resume gap is news.
+      await this._onEvent(event, { replay: fresh });
+    }
+    if (this.status === "closed" || !this._welcomedOnSocket) return; // a gap in the history: resuming
+    this.seq = Math.max(this.seq, frame.seq ?? 0);
+    // The welcome's state is the room as of its seq, whatever the history held.
+    this.state = {
+      fear: frame.state?.fear ?? 0,
+      hope: { ...(frame.state?.hope ?? {}) },
+      members: [...(frame.state?.members ?? [])],
+    };
+    this._emit("state", this.state);
+    this._startHeartbeat();
+    this._flush();
+    this._resolveReady?.(frame);
+    this._resolveReady = null;
+    this._rejectReady = null;
+  }
+
+  async _onEvent(event, info) {
+    if (typeof event.seq !== "number") return;
+    if (event.seq <= this.seq) return; // already delivered (a resend or an overlapping resume)
+    if (!info.replay && this._welcomedOnSocket && event.seq !== this.seq + 1 && this.seq !== 0) {
+      // A hole in the stream: resume from the last seq we have instead of delivering out of order.
+      this._emit("error", new TableRelayError("gap", `Expected event ${this.seq + 1}, got ${event.seq}; resuming.`));
+      this.reconnectNow();
+      return;
+    }
+    if (event.kind === "roll" && event.sealed && typeof event.commitment === "string") {
+      this._commitments.set(event.seq, event.commitment);
+    }
+    if (event.kind === "reveal") await this._checkReveal(event);
+    this.seq = event.seq;
+    this._remember(event);
+    if (!info.replay) this._applyToState(event);
+    this._emit(event.kind, event, info);
+    this._emit("event", event, info);
+    if (!info.replay && (event.kind === "resource" || event.kind === "join" || event.kind === "leave")) {
+      this._emit("state", this.state);
+    }
+    const waiting = this._awaitingEvent.get(event.seq);
+    if (waiting) {
+      this._awaitingEvent.delete(event.seq);
+      for (const request of waiting) request.resolve(event);
+    }
+  }
+
+  async _checkReveal(event) {
+    const commitment = this._commitments.get(event.of);
+    let roll = null;
+    try {
+      roll = event.blob instanceof Uint8Array ? decodeMsgpack(event.blob) : null;
+    } catch {
+      roll = null;
+    }
+    event.revealed = roll;
+    if (commitment === undefined) {
+      // We never saw the sealed placeholder (we were in the audience, or it predates our history).
+      event.verified = null;
+      return;
+    }
+    let ok = await verifyCommitment(event.nonce, event.blob, commitment);
+    // The blob must also be the roll it claims to open.
+    if (ok && roll && typeof roll === "object" && "seq" in roll && roll.seq !== event.of) ok = false;
+    event.verified = ok;
+  }
+
+  _remember(event) {
+    this._recent.set(event.seq, event);
+    if (this._recent.size > RECENT_EVENTS) this._recent.delete(this._recent.keys().next().value);
+  }
+
+  _applyToState(event) {
+    const state = this.state;
+    if (event.kind === "resource") {
+      if (event.name === "fear") state.fear = event.value;
+      else if (event.name === "hope" && event.participant != null) {
+        state.hope = { ...state.hope, [event.participant]: event.value };
+      }
+    } else if (event.kind === "join" || event.kind === "leave") {
+      const member = event.member ?? event.actor;
+      if (!member) return;
+      const others = state.members.filter((m) => m.id !== member.id);
+      state.members = event.kind === "join" ? [...others, member] : others;
+    }
+  }
+
+  _onAck(frame) {
+    const request = this._pending.get(frame.id);
+    if (!request) return;
+    request.acked = true;
+    this._pending.delete(frame.id);
+    const event = this._recent.get(frame.seq);
+    if (event) {
+      request.resolve(event);
+    } else if (frame.seq <= this.seq) {
+      // Acked long ago and no longer remembered (a retry of a very old roll): all we know is its seq.
+      request.resolve({ seq: frame.seq });
+    } else {
+      const list = this._awaitingEvent.get(frame.seq) ?? [];
+      list.push(request);
+      this._awaitingEvent.set(frame.seq, list);
+    }
+  }
+
+  _onError(frame) {
+    const error = new TableRelayError(frame.code ?? "internal", frame.message ?? "The server reported an error.", {
+      id: frame.id,
+    });
+    if (frame.id != null && this._settle(frame.id, (request) => request.reject(error))) return;
+    if (!this._welcomedOnSocket && FATAL_ERROR_CODES.has(error.code)) {
+      if (this._helloUsedSession && !this._welcomed) {
+        // A stored session token that no longer works (expired, other server): join afresh with the token.
+        this.session = null;
+        this.reconnectNow();
+        return;
+      }
+      this._emit("error", error);
+      this._stop(error);
+      return;
+    }
+    this._emit("error", error);
+  }
+
+  _settle(id, fn) {
+    const request = this._pending.get(id);
+    if (!request) return false;
+    this._pending.delete(id);
+    fn(request);
+    return true;
+  }
+
+  // ---- requests -----------------------------------------------------------------------------------------
+
+  _newId() {
+    // A per-client random prefix: a reloaded page must not reuse an old roll's id (its idempotency key).
+    return `${this._idPrefix}-${this._nextId++}`;
+  }
+
+  _request(frame, { timeout } = {}) {
+    if (this.status === "closed") {
+      return Promise.reject(new TableRelayError("closed", "The connection is closed."));
+    }
+    return new Promise((resolve, reject) => {
+      let timer = null;
+      const done = (fn) => (value) => {
+        clearTimeout(timer);
+        fn(value);
+      };
+      const request = { frame, sent: false, acked: false, sentAt: 0, resolve: done(resolve), reject: done(reject) };
+      if (timeout) {
+        timer = setTimeout(() => {
+          this._pending.delete(frame.id);
+          reject(new TableRelayError("timeout", `No answer from the server within ${timeout} ms.`, { id: frame.id }));
+        }, timeout);
+        timer.unref?.();
+      }
+      this._pending.set(frame.id, request);
+      if (this._welcomedOnSocket) this._sendRequest(request);
+    });
+  }
+
+  _sendRequest(request) {
+    request.sentAt = Date.now();
+    request.sent = this._sendFrame(request.frame);
+  }
+
+  _flush() {
+    for (const request of this._pending.values()) {
+      if (!request.sent) this._sendRequest(request);
+    }
+  }
+
+  /**
+   * Roll: resolves with the stored event (the full roll, or a sealed placeholder for a blind roll you are
+   * not the GM of). Rejects with a TableRelayError carrying the server's code and message.
+   * If the connection drops before the answer, the roll is sent again with the same id after the resume,
+   * and the server answers with the first result: never a second roll.
+   */
+  roll(intent, { visibility = "public", label, id } = {}) {
+    const frame = { t: "roll", id: id ?? this._newId(), intent, visibility };
+    if (label !== undefined && label !== null && label !== "") frame.label = label;
+    return this._request(frame);
+  }
+
+  /** Reveal a sealed roll by its seq; resolves with the reveal event. */
+  reveal(seq) {
+    return this._request({ t: "reveal", id: this._newId(), seq });
+  }
+
+  /**
+   * Change Fear or Hope: `resource("fear", "gain", 1)`, `resource("hope", "spend", 1, { participant })`.
+   * Resolves with the resource event.
+   */
+  resource(name, op, n, { participant } = {}) {
+    const frame = { t: "resource", id: this._newId(), name, op, n };
+    if (participant !== undefined && participant !== null) frame.participant = participant;
+    return this._request(frame);
+  }
+
+  /** Round trip to the server; resolves with the milliseconds it took. */
+  ping({ timeout = 10_000 } = {}) {
+    return this._request({ t: "ping", id: this._newId() }, { timeout });
+  }
+
+  /** The last events seen (up to 1000), by seq. */
+  event(seq) {
+    return this._recent.get(seq);
+  }
+}
+
+export default TableRelay;
