@@ -81,7 +81,7 @@ def attribute_value(name: str, face: int) -> int:
 
 def _attribute_formula(name: str) -> str:
     faces, adjust = ATTRIBUTE_DICE[name]
-    return f"1d{faces}{signed(adjust)}"
+    return f"(1d{faces}{signed(adjust)})" if adjust else f"1d{faces}"
 
 
 def _read_tn(args: Args) -> int:
