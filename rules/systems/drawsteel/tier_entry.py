@@ -66,16 +66,23 @@ def parse_entry(where: str, tier: int, text: str) -> TierEntry:
         if not tail.strip():
             raise RulesError("bad_value", f"{where} is empty; give the tier's damage, its effect, or both.")
         return TierEntry(tier, stripped, None, tail.strip())
+    starts_like_damage = head[:1].isdigit() or words[0].rstrip(",") in LETTERS
     if words[-1].lower() != "damage":
-        if head[:1].isdigit() and _DAMAGE_WORD.search(head):
+        if starts_like_damage and _DAMAGE_WORD.search(head):
             raise _unreadable(where, stripped, "the damage must end with the word 'damage'")
+        return TierEntry(tier, stripped, None, stripped)
+    if not starts_like_damage:
+        if all(word.lower() in DAMAGE_TYPES for word in words[:-1]):
+            raise _unreadable(where, stripped, "there is no amount before 'damage'")
+        # Prose that happens to end in "damage" ("the target takes no damage") is an effect.
         return TierEntry(tier, stripped, None, stripped)
     return TierEntry(tier, stripped, _parse_damage(where, stripped, words[:-1]), tail.strip() or None)
 
 
 def _parse_damage(where: str, entry: str, body: list[str]) -> DamageExpr:
     damage_type: str | None = None
-    if body and body[-1].isalpha() and body[-1] not in LETTERS and body[-1].lower() != "or":
+    last = body[-1]
+    if last.isalpha() and not (len(last) == 1 and last.isupper()) and last.lower() != "or":
         word = body.pop()
         if word.upper() in LETTERS:
             raise _unreadable(where, entry, f"characteristic letters are capitals ({', '.join(LETTERS)})")
