@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rules import RulesError, resolve, systems
 from rules.rng import Scripted
@@ -356,3 +358,96 @@ def test_a_refused_intent_rolls_no_dice() -> None:
     with pytest.raises(RulesError):
         resolve({"system": "daggerheart.attack", "modifier": 1, "targets": [{"evasion": -1}]}, rng=dice)
     assert dice.remaining == 3
+
+
+# --- properties over every input ------------------------------------------------------------------------
+
+
+@given(
+    hope=st.integers(1, 12),
+    fear=st.integers(1, 12),
+    d6=st.integers(1, 6),
+    modifier=st.integers(-100, 100),
+    advantage=st.integers(0, 20),
+    disadvantage=st.integers(0, 20),
+    experience=st.integers(0, 20),
+    reaction=st.booleans(),
+    difficulty=st.none() | st.integers(0, 100),
+)
+def test_duality_totals_outcomes_and_effects_always_agree(
+    hope: int,
+    fear: int,
+    d6: int,
+    modifier: int,
+    advantage: int,
+    disadvantage: int,
+    experience: int,
+    reaction: bool,
+    difficulty: int | None,
+) -> None:
+    net = advantage - disadvantage
+    script = [hope, fear] + ([d6] if net else [])
+    spend = experience > 0
+    result = duality(
+        script,
+        modifier=modifier,
+        advantage=advantage,
+        disadvantage=disadvantage,
+        experience=experience,
+        spend_hope=spend,
+        reaction=reaction,
+        difficulty=difficulty,
+    )
+    signed_d6 = 0 if net == 0 else (d6 if net > 0 else -d6)
+    assert result["total"] == hope + fear + signed_d6 + modifier + experience
+    assert result["advantage_die"] == (signed_d6 or None)
+    outcome = "critical" if hope == fear else ("hope" if hope > fear else "fear")
+    assert result["with"] == outcome
+    if outcome == "critical":
+        assert result["success"] is True
+    elif difficulty is None:
+        assert result["success"] is None
+    else:
+        assert result["success"] is (result["total"] >= difficulty)
+    effects = [{"resource": "hope", "delta": -1}] if spend else []
+    if not reaction:
+        effects.append({"resource": "fear" if outcome == "fear" else "hope", "delta": 1})
+    assert result.get("effects", []) == effects
+    assert result.get("requires", {}) == ({"hope": 1} if spend else {})
+
+
+@given(
+    first=st.integers(1, 20),
+    second=st.integers(1, 20),
+    modifier=st.integers(-100, 100),
+    advantage=st.booleans(),
+    disadvantage=st.booleans(),
+    crit_threshold=st.integers(1, 20),
+    evasions=st.lists(st.integers(0, 100), max_size=5),
+)
+def test_attack_hits_follow_the_kept_d20(
+    first: int,
+    second: int,
+    modifier: int,
+    advantage: bool,
+    disadvantage: bool,
+    crit_threshold: int,
+    evasions: list[int],
+) -> None:
+    two = advantage != disadvantage
+    result = attack(
+        [first, second] if two else [first],
+        modifier=modifier,
+        advantage=advantage,
+        disadvantage=disadvantage,
+        crit_threshold=crit_threshold,
+        targets=[{"evasion": e} for e in evasions],
+    )
+    natural = (max if advantage else min)(first, second) if two else first
+    assert result["natural"] == natural
+    assert result["total"] == natural + modifier
+    assert [d["value"] for d in result["dice"] if d["kept"]] == [natural]
+    critical = natural >= crit_threshold
+    assert result["critical"] is critical
+    assert [t["hit"] for t in result["targets"]] == [critical or natural + modifier >= e for e in evasions]
+    assert all(t["critical"] is critical for t in result["targets"])

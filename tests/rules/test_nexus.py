@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rules import RulesError, resolve, systems
 from rules.rng import Scripted
@@ -454,3 +456,57 @@ def test_a_refused_test_rolls_no_dice() -> None:
             {"system": "nexus.test", "attribute_die": "d8", "skill_type": "magic", "trained": False}, rng=dice
         )
     assert dice.remaining == 2
+
+
+# --- properties over every input ------------------------------------------------------------------------
+
+
+@given(
+    attribute_die=st.sampled_from(["d4-1", "d4", "d6", "d8", "d10", "d12", "d12+1"]),
+    face=st.integers(1, 12),
+    d6s=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    skill_rank=st.integers(0, 20),
+    boons=st.integers(0, 20),
+    banes=st.integers(0, 20),
+    skill_type=st.sampled_from(["general", "combat", "expert"]),
+    trained=st.booleans(),
+    bonus=st.integers(-100, 100),
+    tn=st.integers(1, 100),
+)
+def test_skill_totals_and_levels_always_agree(
+    attribute_die: str,
+    face: int,
+    d6s: tuple[int, int],
+    skill_rank: int,
+    boons: int,
+    banes: int,
+    skill_type: str,
+    trained: bool,
+    bonus: int,
+    tn: int,
+) -> None:
+    faces = 4 if attribute_die.startswith("d4") else int(attribute_die[1:].split("+")[0])
+    face = min(face, faces)
+    net = boons - banes - (1 if not trained and skill_type != "general" else 0)
+    d6 = list(d6s) if net else [d6s[0]]
+    result = skill(
+        [face, *d6],
+        attribute_die=attribute_die,
+        skill_rank=skill_rank,
+        boons=boons,
+        banes=banes,
+        skill_type=skill_type,
+        trained=trained,
+        bonus=bonus,
+        tn=tn,
+    )
+    adjust = {"d4-1": -1, "d12+1": 1}.get(attribute_die, 0)
+    used = max(d6) if net > 0 else min(d6)
+    extra = 0 if abs(net) <= 1 else (abs(net) - 1) * (1 if net > 0 else -1)
+    assert result["attribute_value"] == face + adjust
+    assert (result["d6"], result["d6_used"], result["boon_modifier"]) == (d6, used, extra)
+    assert result["total"] == face + adjust + used + skill_rank + extra + bonus
+    assert result["difference"] == result["total"] - tn
+    assert result["success"] is (result["difference"] >= 0)
+    assert result["success_level"] == success_level(result["difference"])
+    assert sum(1 for d in result["dice"] if d["kept"]) == 2
