@@ -600,20 +600,33 @@ def assert_full(event: dict[str, Any]) -> None:
     assert isinstance(event.get("intent"), dict), event
 
 
+#: The caps of the errata (Fear 12, Hope 6), so a fold accepts either way of reporting a capped gain.
+CAPS = {"fear": 12, "hope": 6}
+
+
 def fold_resources(history: list[dict[str, Any]]) -> tuple[int, dict[str, int]]:
-    """Fear and Hope folded from resource events, checking each value is the previous one plus delta."""
+    """Fear and Hope folded from resource events; each value must follow from the previous one and delta."""
     fear = 0
     hope: dict[str, int] = {}
     for ev in history:
         if ev.get("kind") != "resource":
             continue
         name, delta, value = ev["name"], ev["delta"], ev["value"]
+        assert name in CAPS, ev
+        before = fear if name == "fear" else hope.get(str(ev["participant"]), 0)
+        assert value == min(max(before + delta, 0), CAPS[name]), f"{name} was {before}: {ev}"
         if name == "fear":
-            assert value == fear + delta, f"fear was {fear}, event says delta {delta} value {value}: {ev}"
             fear = value
         else:
-            assert name == "hope", ev
-            who = str(ev["participant"])
-            assert value == hope.get(who, 0) + delta, f"hope of {who} was {hope.get(who, 0)}: {ev}"
-            hope[who] = value
+            hope[str(ev["participant"])] = value
     return fear, hope
+
+
+def assert_sentence(message: Any) -> None:
+    """An error message meant for a person: a sentence, never a trace."""
+    assert isinstance(message, str), message
+    assert len(message) >= 12, message
+    assert " " in message, message
+    assert message.rstrip()[-1] in ".!?", f"not a sentence: {message!r}"
+    assert "Traceback" not in message, message
+    assert 'File "' not in message, message
