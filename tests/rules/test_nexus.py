@@ -413,7 +413,12 @@ _TWO = [{"from": 1, "to": 3, "outcome": "a"}, {"from": 4, "to": 6, "outcome": "b
             "'from'",
         ),
         (
-            {"kind": "individual", "die": "d6", "table": [{"from": 1, "to": 6, "outcome": ""}]},
+            {"kind": "individual", "die": "d6", "table": [{"from": 1, "to": 6, "outcome": " "}]},
+            "bad_value",
+            "'outcome'",
+        ),
+        (
+            {"kind": "individual", "die": "d6", "table": [{"from": 1, "to": 6, "outcome": 6}]},
             "bad_type",
             "'outcome'",
         ),

@@ -20,7 +20,7 @@ MODIFIER_LIMIT = 100
 DIFFICULTY_MAX = 100
 ADVANTAGE_MAX = 20
 
-_WITH_TEXT = {"hope": "with Hope", "fear": "with Fear", "critical": "critical success"}
+_WITH_TEXT = {"hope": " with Hope", "fear": " with Fear", "critical": ", critical success"}
 
 
 def duality_outcome(hope: int, fear: int) -> str:
@@ -78,7 +78,7 @@ def duality(args: Args, rng: Dice) -> Result:
         success = total >= difficulty
 
     kind = "Reaction roll" if reaction else "Duality roll"
-    text = f"{kind} {total} {_WITH_TEXT[outcome]} (Hope {hope}, Fear {fear}"
+    text = f"{kind} {total}{_WITH_TEXT[outcome]} (Hope {hope}, Fear {fear}"
     if advantage_die is not None:
         text += f", {'advantage' if advantage_die > 0 else 'disadvantage'} {abs(advantage_die)}"
     text += ")"

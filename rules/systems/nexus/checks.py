@@ -74,10 +74,10 @@ def validate_table(where: str, raw: list[Any], faces: int) -> list[dict[str, Any
         if low > high:
             raise RulesError("bad_value", f"{at} runs from {low} to {high}; 'from' may not be above 'to'.")
         outcome = entry["outcome"]
-        if not isinstance(outcome, str) or not outcome.strip():
-            raise RulesError(
-                "bad_type", f"{at} 'outcome' must be a non-empty string; got {type_name(outcome)}."
-            )
+        if not isinstance(outcome, str):
+            raise RulesError("bad_type", f"{at} 'outcome' must be a string; got {type_name(outcome)}.")
+        if not outcome.strip():
+            raise RulesError("bad_value", f"{at} 'outcome' must say something; got an empty string.")
         if len(outcome) > OUTCOME_MAX:
             raise RulesError("limit", f"{at} 'outcome' may be at most {OUTCOME_MAX} characters long.")
         entries.append({"from": low, "to": high, "outcome": outcome})
@@ -220,12 +220,14 @@ def _individual(args: Args, rng: Dice) -> Result:
     faces = CHECK_DICE[name]
     value = rng.roll(faces)
     entry = next(e for e in entries if e["from"] <= value <= e["to"])
+    # The summary stays one line whatever whitespace a caller's outcome carries.
+    said = " ".join(entry["outcome"].split()).rstrip(".")
     return make_result(
         "nexus.check",
         [die(faces, value)],
         value,
         f"1d{faces}",
-        f"{title.capitalize()} check ({name}): {value}, {entry['outcome']}.",
+        f"{title.capitalize()} check ({name}): {value}, {said}.",
         kind="individual",
         die=name,
         table=title,
