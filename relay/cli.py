@@ -23,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data", help="data folder [./data] (TABLERELAY_DATA)")
     serve.add_argument("--config", help="a TOML config file (TABLERELAY_CONFIG)")
     serve.add_argument("--log-format", choices=["auto", "json", "console"], help="log line format")
+    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="log level [info]")
 
     room = sub.add_parser("room", help="create or list rooms")
     room_sub = room.add_subparsers(dest="room_command", required=True, metavar="ACTION")
@@ -31,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--data", help="data folder [./data]")
     create.add_argument("--config", help="a TOML config file")
     create.add_argument("--json", action="store_true", help="print one JSON object")
+    create.add_argument("--fear-max", type=int, help="the room's Fear limit [12]")
+    create.add_argument("--hope-max", type=int, help="each participant's Hope limit [6]")
     listing = room_sub.add_parser("list", help="list rooms")
     listing.add_argument("--data", help="data folder [./data]")
     listing.add_argument("--config", help="a TOML config file")

@@ -1,21 +1,152 @@
-"""The work behind each ``tablerelay`` subcommand except ``roll`` (being written)."""
+"""The work behind ``tablerelay serve``, ``room create``, ``room list`` and ``token``."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import signal
+import sys
+from typing import Any
+
+from relay import auth, logs
+from relay.config import Config, ConfigError, load
+from relay.log.base import RoomLimitReached
+from relay.log.sqlite import connect, create_room_sync, get_room_sync, list_rooms_sync
+
+
+def _config(args: argparse.Namespace, **extra: Any) -> Config:
+    overrides = {"data": getattr(args, "data", None), **extra}
+    return load(getattr(args, "config", None), overrides)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"tablerelay: {message}", file=sys.stderr)
+    return code
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    raise SystemExit("tablerelay serve: not yet available")
+    from relay.server import run
+
+    try:
+        config = _config(
+            args, host=args.host, port=args.port, log_format=args.log_format, log_level=args.log_level
+        )
+        logs.configure(config.log_format, config.log_level)
+    except (ConfigError, ValueError) as exc:
+        return _fail(str(exc))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run(config, stop)
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        import structlog
+
+        structlog.get_logger("relay").error(
+            "cannot_listen", host=config.host, port=config.port, error=str(exc)
+        )
+        return 1
+    return 0
+
+
+def _public_base(config: Config) -> str:
+    if config.public_url:
+        return config.public_url.rstrip("/")
+    host = config.host
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 (naming the wildcard, not binding it)
+        host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{config.port}"
 
 
 def room_create_command(args: argparse.Namespace) -> int:
-    raise SystemExit("tablerelay room create: not yet available")
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    name = args.name.strip()
+    if not name or len(name) > 100:
+        return _fail("--name must be 1 to 100 characters.")
+    fear_max = getattr(args, "fear_max", None)
+    hope_max = getattr(args, "hope_max", None)
+    fear_max = config.limits.fear_max if fear_max is None else fear_max
+    hope_max = config.limits.hope_max if hope_max is None else hope_max
+    if fear_max < 0 or hope_max < 0:
+        return _fail("--fear-max and --hope-max must be 0 or more.")
+    conn = connect(config.db_path, config.synchronous)
+    try:
+        info = create_room_sync(
+            conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=config.limits.max_rooms
+        )
+    except RoomLimitReached as exc:
+        return _fail(str(exc), 1)
+    finally:
+        conn.close()
+    secret = auth.load_secret(config.data, config.secret)
+    gm = auth.issue(secret, info.id, "gm", name="GM")
+    player = auth.issue(secret, info.id, "player")
+    spectator = auth.issue(secret, info.id, "spectator")
+    watch = f"{_public_base(config)}/watch#{spectator}"
+    if args.json:
+        print(
+            json.dumps({"room": info.id, "gm": gm, "player": player, "spectator": spectator, "watch": watch})
+        )
+        return 0
+    print(f"Room {info.name!r} created with id {info.id}.")
+    print()
+    print(f"GM token (keep it secret):\n  {gm}")
+    print(f"Player invite (each use makes a new player):\n  {player}")
+    print(f"Spectator token:\n  {spectator}")
+    print(f"Spectator page:\n  {watch}")
+    return 0
 
 
 def room_list_command(args: argparse.Namespace) -> int:
-    raise SystemExit("tablerelay room list: not yet available")
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    conn = connect(config.db_path, config.synchronous)
+    try:
+        rooms = list_rooms_sync(conn)
+        counts = dict(conn.execute("SELECT room, COALESCE(MAX(seq), 0) FROM events GROUP BY room").fetchall())
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps([{**room.wire(), "events": counts.get(room.id, 0)} for room in rooms]))
+        return 0
+    if not rooms:
+        print("No rooms yet; create one with: tablerelay room create --name NAME")
+        return 0
+    print(f"{'ID':<18} {'EVENTS':>7}  {'CREATED (UTC)':<17}  NAME")
+    for room in rooms:
+        created = datetime.datetime.fromtimestamp(room.created / 1000, tz=datetime.UTC).strftime(
+            "%Y-%m-%d %H:%M"
+        )
+        print(f"{room.id:<18} {counts.get(room.id, 0):>7}  {created:<17}  {room.name}")
+    return 0
 
 
 def token_command(args: argparse.Namespace) -> int:
-    raise SystemExit("tablerelay token: not yet available")
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    if args.ttl is not None and args.ttl <= 0:
+        return _fail("--ttl must be a positive number of seconds.")
+    with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
+        info = get_room_sync(conn, args.room)
+    if info is None:
+        return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+    secret = auth.load_secret(config.data, config.secret)
+    ttl = auth.DEFAULT_TTL if args.ttl is None else args.ttl
+    print(auth.issue(secret, info.id, args.role, name=args.name, ttl=ttl))
+    return 0

@@ -29,6 +29,8 @@ class Limits:
     max_request_id: int = 64
     send_queue: int = 1024  # frames queued per socket before it is closed with 4008
     history: int = 100  # events in a fresh welcome
+    resume_max: int = 2000  # longest resume gap delivered in one welcome; beyond it, recovered is false
+    hello_timeout: float = 10.0  # seconds a new socket has to send its hello
     fear_max: int = 12
     hope_max: int = 6
 
@@ -41,6 +43,10 @@ class Config:
     secret: str | None = None  # TABLERELAY_SECRET; else a secret file in the data folder
     log_format: str = "auto"  # auto | json | console
     log_level: str = "info"
+    # SQLite's synchronous pragma in WAL mode: "normal" survives process crashes (a commit is in the WAL
+    # before the ack) but may lose the last commits on power loss; "full" also fsyncs every commit.
+    synchronous: str = "normal"
+    public_url: str | None = None  # e.g. https://dice.example.org, for printed spectator links
     limits: Limits = field(default_factory=Limits)
 
     @property

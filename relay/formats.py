@@ -1,0 +1,54 @@
+"""Foundry VTT and Roll20 renderings of a roll, added to full roll events for clients that ask for them.
+
+``rules.render`` is imported lazily: when it (or one of its functions) is missing, events go out without
+that rendering and one warning is logged, so the relay keeps working while the renderers are absent.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("relay.formats")
+
+_cache: dict[str, Callable[..., Any] | None] = {}
+
+
+def _renderer(name: str) -> Callable[..., Any] | None:
+    if name in _cache:
+        return _cache[name]
+    fn: Callable[..., Any] | None = None
+    try:
+        module = importlib.import_module("rules.render")
+        candidate = getattr(module, name, None)
+        fn = candidate if callable(candidate) else None
+    except ImportError:
+        fn = None
+    if fn is None:
+        log.warning("renderer_missing", renderer=f"rules.render.{name}")
+    _cache[name] = fn
+    return fn
+
+
+def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:
+    """``{"foundry": ..., "roll20": ...}`` for the requested formats that can be rendered."""
+    out: dict[str, Any] = {}
+    result = record["result"]
+    if "foundry" in formats:
+        fn = _renderer("to_foundry_message")
+        if fn is not None:
+            try:
+                out["foundry"] = fn(result, record["visibility"], gm_ids, record["actor"]["id"])
+            except Exception:
+                log.exception("render_failed", format="foundry", seq=record["seq"])
+    if "roll20" in formats:
+        fn = _renderer("to_roll20")
+        if fn is not None:
+            try:
+                out["roll20"] = fn(result)
+            except Exception:
+                log.exception("render_failed", format="roll20", seq=record["seq"])
+    return out

@@ -1,0 +1,82 @@
+"""The event log interface every storage backend implements.
+
+A room's events are records (plain dicts, see ``relay.events``) with dense seqs 1, 2, 3 …; ``append``
+stores a group of them atomically after checking that the room's last stored seq is ``expected_seq``
+(optimistic concurrency: two writers can never both extend the same seq). A future returned by
+``append`` completes only once the records are committed, and futures complete in the order their
+appends were made.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from relay.state import RoomState
+
+Record = dict[str, Any]
+
+
+class Conflict(Exception):
+    """The room's last stored seq was not the one the append expected."""
+
+    def __init__(self, room: str, expected: int, actual: int) -> None:
+        super().__init__(f"room {room}: expected last seq {expected}, found {actual}")
+        self.room = room
+        self.expected = expected
+        self.actual = actual
+
+
+class RoomLimitReached(Exception):
+    """Creating another room would pass ``limits.max_rooms``."""
+
+
+@dataclass(frozen=True)
+class RoomInfo:
+    id: str
+    name: str
+    epoch: str  # a random id made when the room is created; a new epoch means the log was lost
+    created: int  # ms since the Unix epoch
+    fear_max: int
+    hope_max: int
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "room": self.id,
+            "name": self.name,
+            "epoch": self.epoch,
+            "created": self.created,
+            "fear_max": self.fear_max,
+            "hope_max": self.hope_max,
+        }
+
+
+class EventLog(abc.ABC):
+    @abc.abstractmethod
+    async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo: ...
+
+    @abc.abstractmethod
+    async def get_room(self, room: str) -> RoomInfo | None: ...
+
+    @abc.abstractmethod
+    async def list_rooms(self) -> list[RoomInfo]: ...
+
+    @abc.abstractmethod
+    def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
+        """Store ``records`` (seqs ``expected_seq + 1 …``); the future gives the last seq, or ``Conflict``."""
+
+    @abc.abstractmethod
+    async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
+        """Up to ``limit`` records with seq > ``after_seq``, oldest first."""
+
+    @abc.abstractmethod
+    async def state(self, room: str) -> RoomState:
+        """The fold of every stored record of ``room``."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Finish every append already made, then release the storage."""

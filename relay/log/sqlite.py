@@ -1,0 +1,355 @@
+"""The embedded event log: one SQLite file (``Config.db_path``) in WAL mode holding rooms and events.
+
+Writes go through one writer thread that drains a queue and commits every waiting append in a single
+transaction, so a hundred concurrent rollers share one commit instead of paying for a hundred. Each
+append's expected seq is checked against the stored last seq inside that transaction; a mismatch fails
+that append alone. Futures complete after COMMIT returns, in queue order.
+
+Durability: with ``synchronous=NORMAL`` in WAL mode a committed transaction is in the WAL file before the
+ack, so a crash of the process loses nothing; a power cut or kernel crash may lose the last commits that
+the OS had not yet written. ``synchronous = "full"`` in the config also syncs the WAL on every commit.
+
+Reads use their own connections on a small thread pool (WAL lets them run beside the writer), so the
+event loop never touches SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgpack
+
+from relay.log.base import Conflict, EventLog, Record, RoomInfo, RoomLimitReached
+from relay.state import RoomState
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS rooms (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    epoch TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    fear_max INTEGER NOT NULL,
+    hope_max INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    room TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (room, seq)
+) WITHOUT ROWID;
+"""
+SYNCHRONOUS = ("off", "normal", "full", "extra")
+MAX_BATCH = 1024  # appends per transaction; more wait for the next one
+READ_CHUNK = 5000
+
+
+def encode_record(record: Record) -> bytes:
+    data: bytes = msgpack.packb(record, use_bin_type=True)
+    return data
+
+
+def decode_record(data: bytes) -> Record:
+    record: Record = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    return record
+
+
+def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
+    """A connection with the schema in place, WAL on, and explicit transactions (autocommit mode)."""
+    if synchronous not in SYNCHRONOUS:
+        raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {synchronous!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    conn.executescript(SCHEMA)
+    return conn
+
+
+def _info(row: Sequence[Any]) -> RoomInfo:
+    return RoomInfo(id=row[0], name=row[1], epoch=row[2], created=row[3], fear_max=row[4], hope_max=row[5])
+
+
+_ROOM_COLUMNS = "id, name, epoch, created, fear_max, hope_max"
+
+
+def create_room_sync(
+    conn: sqlite3.Connection, name: str, *, fear_max: int, hope_max: int, max_rooms: int
+) -> RoomInfo:
+    info = RoomInfo(
+        id=secrets.token_hex(8),
+        name=name,
+        epoch=secrets.token_hex(8),
+        created=time.time_ns() // 1_000_000,
+        fear_max=fear_max,
+        hope_max=hope_max,
+    )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (count,) = conn.execute("SELECT COUNT(*) FROM rooms").fetchone()
+        if count >= max_rooms:
+            raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
+        conn.execute(
+            f"INSERT INTO rooms ({_ROOM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",  # noqa: S608 (constant columns)
+            (info.id, info.name, info.epoch, info.created, info.fear_max, info.hope_max),
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return info
+
+
+def get_room_sync(conn: sqlite3.Connection, room: str) -> RoomInfo | None:
+    row = conn.execute(f"SELECT {_ROOM_COLUMNS} FROM rooms WHERE id = ?", (room,)).fetchone()  # noqa: S608
+    return _info(row) if row else None
+
+
+def list_rooms_sync(conn: sqlite3.Connection) -> list[RoomInfo]:
+    rows = conn.execute(f"SELECT {_ROOM_COLUMNS} FROM rooms ORDER BY created, id").fetchall()  # noqa: S608
+    return [_info(row) for row in rows]
+
+
+def last_seq_sync(conn: sqlite3.Connection, room: str) -> int:
+    (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE room = ?", (room,)).fetchone()
+    return int(seq)
+
+
+def read_sync(conn: sqlite3.Connection, room: str, after_seq: int, limit: int) -> list[Record]:
+    rows = conn.execute(
+        "SELECT data FROM events WHERE room = ? AND seq > ? ORDER BY seq LIMIT ?", (room, after_seq, limit)
+    ).fetchall()
+    return [decode_record(row[0]) for row in rows]
+
+
+def state_sync(conn: sqlite3.Connection, room: str) -> RoomState:
+    state = RoomState()
+    while True:
+        records = read_sync(conn, room, state.seq, READ_CHUNK)
+        for record in records:
+            state.apply(record)
+        if len(records) < READ_CHUNK:
+            return state
+
+
+@dataclass(eq=False)
+class _Append:
+    room: str
+    records: Sequence[Record]
+    expected: int
+    future: asyncio.Future[int]
+
+
+@dataclass(eq=False)
+class _Call:
+    fn: Callable[[sqlite3.Connection], Any]
+    future: asyncio.Future[Any]
+
+
+@dataclass
+class _Outcome:
+    future: asyncio.Future[Any]
+    value: Any = None
+    error: BaseException | None = None
+
+
+_STOP = object()
+
+
+@dataclass
+class _Stats:
+    transactions: int = 0
+    appends: int = 0
+    largest_batch: int = 0
+
+
+class SqliteLog(EventLog):
+    """The SQLite backend. Create it inside a running event loop; ``close()`` it before the loop ends."""
+
+    def __init__(self, path: Path, *, synchronous: str = "normal") -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self._loop = asyncio.get_running_loop()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._writer_conn = connect(path, synchronous)
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tablerelay-sqlite-read")
+        self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
+        self._closed = False
+        self.stats = _Stats()
+        self._writer.start()
+
+    # -- the writer thread -------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        conn = self._writer_conn
+        try:
+            while True:
+                item = self._queue.get()
+                stop = item is _STOP
+                batch: list[Any] = [] if stop else [item]
+                while not stop and len(batch) < MAX_BATCH:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is _STOP:
+                        stop = True
+                        break
+                    batch.append(more)
+                if batch:
+                    self._deliver(self._process(conn, batch))
+                if stop:
+                    return
+        finally:
+            conn.close()
+
+    def _process(self, conn: sqlite3.Connection, batch: list[Any]) -> list[_Outcome]:
+        outcomes: list[_Outcome] = []
+        appends: list[tuple[_Append, _Outcome]] = []
+        for item in batch:
+            outcome = _Outcome(item.future)
+            outcomes.append(outcome)
+            if isinstance(item, _Call):
+                try:
+                    outcome.value = item.fn(conn)
+                except BaseException as exc:
+                    outcome.error = exc
+            else:
+                appends.append((item, outcome))
+        if appends:
+            self._commit(conn, appends)
+        return outcomes
+
+    def _commit(self, conn: sqlite3.Connection, appends: list[tuple[_Append, _Outcome]]) -> None:
+        rows: list[tuple[str, int, int, str, bytes]] = []
+        written: list[_Outcome] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            last: dict[str, int] = {}
+            for item, outcome in appends:
+                current = last.get(item.room)
+                if current is None:
+                    current = last[item.room] = last_seq_sync(conn, item.room)
+                if item.expected != current:
+                    outcome.error = Conflict(item.room, item.expected, current)
+                    continue
+                seq = current
+                for record in item.records:
+                    seq += 1
+                    if record["seq"] != seq:
+                        raise ValueError(f"room {item.room}: record seq {record['seq']} should be {seq}")
+                    rows.append((item.room, seq, record["ts"], record["kind"], encode_record(record)))
+                last[item.room] = seq
+                outcome.value = seq
+                written.append(outcome)
+            conn.executemany("INSERT INTO events (room, seq, ts, kind, data) VALUES (?, ?, ?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            for outcome in written:
+                outcome.value = None
+                outcome.error = exc
+            for _, outcome in appends:
+                if outcome.error is None and outcome.value is None:
+                    outcome.error = exc
+            return
+        self.stats.transactions += 1
+        self.stats.appends += len(written)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(appends))
+
+    def _deliver(self, outcomes: list[_Outcome]) -> None:
+        def complete() -> None:
+            for outcome in outcomes:
+                if outcome.future.done():
+                    continue
+                if outcome.error is not None:
+                    outcome.future.set_exception(outcome.error)
+                else:
+                    outcome.future.set_result(outcome.value)
+
+        with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting any more
+            self._loop.call_soon_threadsafe(complete)
+
+    def _submit_write(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._queue.put(_Call(fn, future))
+        return future
+
+    # -- reads ---------------------------------------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, self.synchronous)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        return await self._loop.run_in_executor(self._pool, lambda: fn(self._reader()))
+
+    # -- the interface ---------------------------------------------------------------------------------------
+
+    async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo:
+        return await self._submit_write(
+            lambda conn: create_room_sync(
+                conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=max_rooms
+            )
+        )
+
+    async def get_room(self, room: str) -> RoomInfo | None:
+        return await self._read(lambda conn: get_room_sync(conn, room))
+
+    async def list_rooms(self) -> list[RoomInfo]:
+        return await self._read(list_rooms_sync)
+
+    def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        future: asyncio.Future[int] = self._loop.create_future()
+        self._queue.put(_Append(room, records, expected_seq, future))
+        return future
+
+    async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
+        return await self._read(lambda conn: read_sync(conn, room, after_seq, limit))
+
+    async def state(self, room: str) -> RoomState:
+        return await self._read(lambda conn: state_sync(conn, room))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        await asyncio.to_thread(self._writer.join)
+        # Let the writer's last call_soon_threadsafe run so every future is settled.
+        await asyncio.sleep(0)
+        self._pool.shutdown(wait=True)
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()

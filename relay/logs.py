@@ -1,0 +1,60 @@
+"""structlog set-up: JSON lines on stderr in production, readable lines in a terminal.
+
+One event name per call, values as keys. Context bound with ``structlog.contextvars`` (the connection and
+request ids) is merged into every line. Tracebacks are rendered as plain text without local variables, so
+a hidden roll's values held in a frame's locals can never reach a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, TextIO
+
+import structlog
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def use_json(log_format: str, stream: TextIO) -> bool:
+    if log_format == "json":
+        return True
+    if log_format == "console":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return not (isatty is not None and isatty())
+
+
+def configure(log_format: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
+    stream = stream if stream is not None else sys.stderr
+    if level not in LEVELS:
+        raise ValueError(f"log_level must be one of {', '.join(LEVELS)}; got {level!r}")
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer: list[Any]
+    if use_json(log_format, stream):
+        renderer = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    else:
+        renderer = [structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)]
+    structlog.configure(
+        processors=[*shared, *renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+    # Libraries (websockets) log through the standard library: format their lines the same way.
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        )
+    )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)

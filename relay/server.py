@@ -1,0 +1,521 @@
+"""The I/O shell: a websockets asyncio server around the sans-I/O ``Room``, plus a few HTTP endpoints.
+
+Per socket: read the hello, admit it to its room, subscribe its outbox *before* reading the welcome's
+history (so no event can fall between history and live delivery; the outbox drops the ones the history
+already holds), send the welcome, then feed each frame to the room and carry out what it returns.
+Appends complete in commit order through future callbacks on the event loop, so acks and broadcasts go
+out in seq order without any task awaiting a socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import http
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import structlog
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from relay import auth, fanout, protocol, static
+from relay.config import Config
+from relay.fanout import Outbox
+from relay.log.base import Conflict, EventLog
+from relay.log.sqlite import SqliteLog
+from relay.metrics import CONTENT_TYPE as METRICS_TYPE
+from relay.metrics import Metrics
+from relay.ratelimit import TokenBucket
+from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
+from relay.state import RoomState
+
+logger = structlog.get_logger("relay.server")
+MAX_ROOM_ID = 64
+
+
+def _reason(text: str) -> str:
+    """A close reason within the protocol's 123 bytes."""
+    data = text.encode()
+    if len(data) <= 123:
+        return text
+    return data[:120].decode(errors="ignore") + "…"
+
+
+class Connection:
+    """One WebSocket: its outbox, its session once admitted, its rate limit."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, ws: ServerConnection, config: Config) -> None:
+        self.ws = ws
+        self.cid = next(self._ids)
+        self._outbox = Outbox(config.limits.send_queue)
+        self._session: Session | None = None
+        self.bucket = TokenBucket(config.limits.rate, config.limits.burst)
+        self.frames = 0
+        self.closing = False
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._outbox
+
+    @property
+    def session(self) -> Session:
+        assert self._session is not None
+        return self._session
+
+    def admit(self, session: Session) -> None:
+        self._session = session
+
+    def close(self, code: int, reason: str) -> None:
+        """Close without waiting (safe from callbacks); later frames are dropped."""
+        if self.closing:
+            return
+        self.closing = True
+        self._outbox.close()
+        asyncio.get_running_loop().create_task(self.ws.close(code, _reason(reason)))
+
+
+@dataclass(eq=False)
+class RoomHandle:
+    room: Room
+    subscribers: dict[Connection, None] = field(default_factory=dict)  # insertion-ordered set
+    sessions: dict[Session, Connection] = field(default_factory=dict)
+
+
+class Relay:
+    """Everything the server holds: rooms, connections, the log, metrics."""
+
+    def __init__(
+        self,
+        config: Config,
+        log: EventLog,
+        secret: bytes,
+        *,
+        metrics: Metrics | None = None,
+        resolve: Resolver | None = None,
+    ) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.log = log
+        self.secret = secret
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.resolve = resolve
+        self.rooms: dict[str, RoomHandle] = {}
+        self._loading: dict[str, asyncio.Future[RoomHandle | None]] = {}
+        self.connections: set[Connection] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._inflight: set[Pending] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.started = time.time()
+
+    # -- rooms -------------------------------------------------------------------------------------------
+
+    async def room(self, room_id: str) -> RoomHandle | None:
+        handle = self.rooms.get(room_id)
+        if handle is not None:
+            return handle
+        loading = self._loading.get(room_id)
+        if loading is not None:
+            return await asyncio.shield(loading)
+        future: asyncio.Future[RoomHandle | None] = asyncio.get_running_loop().create_future()
+        self._loading[room_id] = future
+        try:
+            handle = await self._load(room_id)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here; other waiters re-raise it
+            raise
+        else:
+            future.set_result(handle)
+            return handle
+        finally:
+            del self._loading[room_id]
+
+    async def _load(self, room_id: str) -> RoomHandle | None:
+        info = await self.log.get_room(room_id)
+        if info is None:
+            return None
+        state: RoomState = await self.log.state(room_id)
+        room = Room(info, state, self.limits, resolve=self.resolve)
+        handle = RoomHandle(room)
+        self.rooms[room_id] = handle
+        self.metrics.rooms.set(len(self.rooms))
+        logger.info("room_loaded", room=room_id, seq=state.seq)
+        sweep = room.sweep()
+        if sweep is not None:
+            self._submit(handle, sweep)
+        return handle
+
+    # -- appends and their outcomes ------------------------------------------------------------------
+
+    def _submit(self, handle: RoomHandle, pending: Pending) -> None:
+        try:
+            future = self.log.append(handle.room.id, pending.records, pending.expected)
+        except RuntimeError as exc:
+            self._failed(handle, pending, exc)
+            return
+        self._inflight.add(pending)
+        self._idle.clear()
+        future.add_done_callback(lambda f: self._appended(handle, pending, f))
+
+    def _appended(self, handle: RoomHandle, pending: Pending, future: asyncio.Future[int]) -> None:
+        self._inflight.discard(pending)
+        if not self._inflight:
+            self._idle.set()
+        error = future.exception() if not future.cancelled() else asyncio.CancelledError()
+        if error is not None:
+            self._failed(handle, pending, error)
+            return
+        try:
+            self._execute(handle, handle.room.committed_append(pending))
+        except Exception:
+            logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
+        elapsed = time.perf_counter() - pending.started
+        self.metrics.fanout.observe(elapsed)
+        for record in pending.records:
+            kind = record["kind"]
+            self.metrics.events.labels(kind).inc()
+            if kind == "roll":
+                system = str(record["intent"].get("system", "?"))
+                self.metrics.rolls.labels(system, record["visibility"]).inc()
+                logger.debug(
+                    "rolled",
+                    room=handle.room.id,
+                    seq=record["seq"],
+                    system=system,
+                    visibility=record["visibility"],
+                    actor=record["actor"]["id"],
+                )
+            else:
+                logger.debug("stored", room=handle.room.id, seq=record["seq"], kind=kind)
+        for done in pending.done:
+            done(None)
+
+    def _failed(self, handle: RoomHandle, pending: Pending, error: BaseException) -> None:
+        conflict = isinstance(error, Conflict)
+        if conflict:
+            logger.warning("append_conflict", room=handle.room.id, expected=pending.expected)
+        else:
+            logger.error(
+                "append_failed",
+                room=handle.room.id,
+                expected=pending.expected,
+                error=type(error).__name__,
+                exc_info=error,
+            )
+        self._execute(handle, handle.room.failed_append(pending, conflict))
+        for done in pending.done:
+            done(error)
+
+    def _execute(self, handle: RoomHandle, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                conn = handle.sessions.get(action.session)
+                if conn is not None:
+                    self._send(conn, action.frame)
+            elif isinstance(action, Append):
+                self._submit(handle, action.pending)
+            elif isinstance(action, Broadcast):
+                fanout.broadcast(
+                    action.record, list(handle.subscribers), handle.room.committed, self._overflow
+                )
+
+    def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
+        if frame.get("t") == "error":
+            self.metrics.errors.labels(frame["code"]).inc()
+        if not conn.outbox.put(protocol.encode(frame)):
+            self._overflow(conn)
+
+    def _overflow(self, sub: fanout.Subscriber) -> None:
+        assert isinstance(sub, Connection)
+        if not sub.closing:
+            logger.info("slow_client_closed", conn=sub.cid, queued=len(sub.outbox))
+            self.metrics.closes.labels(str(protocol.CLOSE_SLOW)).inc()
+            sub.close(protocol.CLOSE_SLOW, "Too slow: the send queue overflowed. Resume from your last seq.")
+
+    async def drain(self) -> None:
+        """Wait until every append made so far has been committed (or has failed)."""
+        await self._idle.wait()
+
+    # -- sockets -----------------------------------------------------------------------------------------
+
+    async def handler(self, ws: ServerConnection) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        conn = Connection(ws, self.config)
+        try:
+            with structlog.contextvars.bound_contextvars(conn=conn.cid):
+                await self._serve_socket(conn)
+        except ConnectionClosed:
+            pass
+        except Exception:
+            logger.exception("connection_failed", conn=conn.cid)
+            if not conn.closing:
+                await ws.close(1011, "Internal error.")
+        finally:
+            self._handlers.discard(task)
+
+    async def _refuse(self, conn: Connection, code: int, reason: str) -> None:
+        logger.info("refused", code=code, reason=reason)
+        self.metrics.closes.labels(str(code)).inc()
+        conn.closing = True
+        await conn.ws.close(code, _reason(reason))
+
+    async def _serve_socket(self, conn: Connection) -> None:
+        ws = conn.ws
+        try:
+            first = await asyncio.wait_for(ws.recv(), timeout=self.limits.hello_timeout)
+        except TimeoutError:
+            await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, "Send a hello first.")
+            return
+        try:
+            hello = protocol.parse(first, self.limits)
+        except protocol.FrameError as exc:
+            await self._refuse(
+                conn, protocol.CLOSE_UNAUTHORIZED, f"The first frame must be a valid hello: {exc}"
+            )
+            return
+        if not isinstance(hello, protocol.Hello):
+            await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, "The first frame must be a hello.")
+            return
+        wanted_room = self._room_in_query(ws)
+        try:
+            claims = auth.verify(self.secret, hello.token, room=wanted_room)
+        except auth.TokenError as exc:
+            await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, exc.reason)
+            return
+        handle = await self.room(claims.room) if len(claims.room) <= MAX_ROOM_ID else None
+        if handle is None:
+            await self._refuse(
+                conn, protocol.CLOSE_UNAUTHORIZED, "The token's room does not exist on this server."
+            )
+            return
+        room = handle.room
+        try:
+            session, join = room.admit(claims, hello.name, hello.formats)
+        except Refused as exc:
+            await self._refuse(conn, exc.code, exc.reason)
+            return
+        conn.admit(session)
+        # Subscribed from here on: every event committed later lands in the outbox.
+        handle.subscribers[conn] = None
+        handle.sessions[session] = conn
+        self.connections.add(conn)
+        self.metrics.connections.set(len(self.connections))
+        sender: asyncio.Task[None] | None = None
+        with structlog.contextvars.bound_contextvars(room=room.id, participant=session.id):
+            try:
+                logger.info("joined", role=session.role, resume=hello.resume is not None)
+                if join is not None and not await self._wait(handle, join):
+                    await self._refuse(conn, 1011, "The server could not store your arrival; try again.")
+                    return
+                welcome = await self._welcome(handle, session, hello)
+                await ws.send(protocol.encode(welcome))
+                sender = asyncio.create_task(self._sender(conn, welcome["seq"]))
+                async for message in ws:
+                    self._on_message(handle, conn, message)
+            finally:
+                handle.subscribers.pop(conn, None)
+                handle.sessions.pop(session, None)
+                self.connections.discard(conn)
+                self.metrics.connections.set(len(self.connections))
+                conn.outbox.close()
+                if sender is not None:
+                    sender.cancel()
+                leave = room.disconnect(session)
+                if leave is not None:
+                    self._submit(handle, leave)
+                logger.info("left", code=ws.close_code)
+
+    async def _wait(self, handle: RoomHandle, pending: Pending) -> bool:
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def finished(error: BaseException | None) -> None:
+            if not done.done():
+                done.set_result(error is None)
+
+        pending.done.append(finished)
+        self._submit(handle, pending)
+        return await done
+
+    async def _welcome(self, handle: RoomHandle, session: Session, hello: protocol.Hello) -> dict[str, Any]:
+        room = handle.room
+        after, upto, recovered = room.history_range(hello.resume)
+        # The state as of ``upto``: taken before awaiting the read, while it still matches.
+        state = room.committed.wire()
+        records = await self.log.read(room.id, after, upto - after) if upto > after else []
+        records = [r for r in records if r["seq"] <= upto]
+        if len(records) != upto - after:
+            logger.error("history_short", after=after, upto=upto, got=len(records))
+            raise RuntimeError("the log returned fewer events than it has committed")
+        token = auth.issue(self.secret, room.id, session.role, sub=session.id, name=session.member.name)
+        welcome = room.welcome(session, token, fanout.history(records, session, room.committed), recovered)
+        welcome["seq"] = upto
+        welcome["state"] = state
+        return welcome
+
+    async def _sender(self, conn: Connection, floor: int) -> None:
+        try:
+            await conn.outbox.run(floor, conn.ws.send)
+        except ConnectionClosed:
+            pass
+        except Exception:
+            logger.exception("send_failed", conn=conn.cid)
+
+    def _on_message(self, handle: RoomHandle, conn: Connection, message: str | bytes) -> None:
+        if conn.closing:
+            return
+        conn.frames += 1
+        with structlog.contextvars.bound_contextvars(request=f"{conn.cid}.{conn.frames}"):
+            if not conn.bucket.allow():
+                if conn.bucket.abusive:
+                    logger.info("rate_abuse_closed")
+                    self.metrics.closes.labels(str(protocol.CLOSE_POLICY)).inc()
+                    conn.close(protocol.CLOSE_POLICY, "Too many frames; slow down.")
+                    return
+                self._send(
+                    conn,
+                    protocol.error_frame("rate_limited", "Too many frames; slow down.", _peek_id(message)),
+                )
+                return
+            try:
+                frame = protocol.parse(message, self.limits)
+            except protocol.FrameError as exc:
+                self._send(conn, protocol.error_frame(exc.code, exc.message, exc.request_id))
+                return
+            try:
+                actions = handle.room.handle(conn.session, frame)
+            except Exception:
+                logger.exception("frame_failed", frame=type(frame).__name__)
+                request_id = getattr(frame, "id", None)
+                self._send(
+                    conn, protocol.error_frame("internal", "Something went wrong on the server.", request_id)
+                )
+                return
+            self._execute(handle, actions)
+
+    @staticmethod
+    def _room_in_query(ws: ServerConnection) -> str | None:
+        query = parse_qs(urlsplit(ws.request.path).query) if ws.request is not None else {}
+        values = query.get("room")
+        return values[0] if values else None
+
+    # -- HTTP ----------------------------------------------------------------------------------------------
+
+    async def process_request(
+        self,
+        connection: ServerConnection,  # noqa: ARG002 (websockets' process_request signature)
+        request: Request,
+    ) -> Response | None:
+        path = urlsplit(request.path).path
+        if path == "/ws":
+            return None
+        if path == "/healthz":
+            body = json.dumps(
+                {
+                    "status": "ok",
+                    "rooms": len(self.rooms),
+                    "connections": len(self.connections),
+                    "uptime": round(time.time() - self.started, 3),
+                }
+            ).encode()
+            return _response(200, body, "application/json")
+        if path == "/metrics":
+            return _response(200, self.metrics.render(), METRICS_TYPE)
+        file = static.resolve(path)
+        if file is not None:
+            try:
+                data = await asyncio.to_thread(file.read_bytes)
+            except OSError:
+                return _response(404, b"Not found.\n", "text/plain; charset=utf-8")
+            return _response(200, data, static.content_type(file))
+        if path in static.PAGES:
+            return _response(
+                404, b"This page is not installed on this server.\n", "text/plain; charset=utf-8"
+            )
+        return _response(404, b"Not found.\n", "text/plain; charset=utf-8")
+
+    async def close_all(self) -> None:
+        """Wait for every socket handler to finish (after the server closed the sockets)."""
+        if self._handlers:
+            await asyncio.wait(list(self._handlers), timeout=15)
+
+
+def _peek_id(message: str | bytes) -> str | None:
+    try:
+        raw = protocol.decode(message)
+    except protocol.FrameError:
+        return None
+    rid = raw.get("id")
+    return rid if isinstance(rid, str) and len(rid) <= 64 else None
+
+
+def _response(status: int, body: bytes, content_type: str) -> Response:
+    phrase = http.HTTPStatus(status).phrase
+    headers = Headers(
+        [
+            ("Date", email.utils.formatdate(usegmt=True)),
+            ("Connection", "close"),
+            ("Content-Length", str(len(body))),
+            ("Content-Type", content_type),
+            ("Cache-Control", "no-cache"),
+            ("X-Content-Type-Options", "nosniff"),
+        ]
+    )
+    return Response(status, phrase, headers, body)
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"ws://{shown}:{port}/ws"
+
+
+async def run(
+    config: Config,
+    stop: asyncio.Event,
+    *,
+    resolve: Resolver | None = None,
+    on_ready: Callable[[Server, Relay], None] | None = None,
+) -> None:
+    """Serve until ``stop`` is set, then close sockets with 1001, finish appends and close the log."""
+    secret = auth.load_secret(config.data, config.secret)
+    log = SqliteLog(config.db_path, synchronous=config.synchronous)
+    relay = Relay(config, log, secret, resolve=resolve)
+    try:
+        async with serve(
+            relay.handler,
+            config.host,
+            config.port,
+            process_request=relay.process_request,
+            compression=None,
+            max_size=config.limits.max_frame,
+            max_queue=64,
+            server_header="tablerelay",
+            ping_interval=20,
+            ping_timeout=20,
+            close_timeout=5,
+        ) as server:
+            port = server.sockets[0].getsockname()[1] if server.sockets else config.port
+            logger.info("listening", host=config.host, port=port, url=_url(config.host, port))
+            if on_ready is not None:
+                on_ready(server, relay)
+            await stop.wait()
+            logger.info("stopping", connections=len(relay.connections))
+            server.close()  # stop accepting, close every socket with 1001
+            await server.wait_closed()
+            await relay.close_all()
+        await relay.drain()
+    finally:
+        await log.close()
+        logger.info("stopped")
