@@ -9,7 +9,7 @@ from typing import Any
 from rules.args import Args, check_int, type_name
 from rules.errors import RulesError
 from rules.registry import system
-from rules.result import Result, die, make_result
+from rules.result import Die, Result, die, make_result
 from rules.rng import Dice
 from rules.systems.drawsteel.inputs import CHARACTERISTIC_RANGE, Modifiers, read_modifiers
 from rules.systems.drawsteel.outcome import power_outcome
@@ -60,11 +60,13 @@ def resolve_ability(args: Args, rng: Dice) -> Result:
     letter = max(roll_with, key=lambda c: (characteristics[c], -roll_with.index(c)))
     roll = Roll(roll_2d10(rng), letter, characteristics[letter], characteristics, entries, choose)
     resolved = [_resolve_target(roll, target, shared.plus(target.modifiers), rng) for target in targets]
-    reports = [report for report, _ in resolved]
+    reports = [r.report for r in resolved]
     first = reports[0]
+    # The power roll's d10s come first; dice rolled for damage (none until entries may hold dice) follow.
+    dice = [die(10, face) for face in roll.faces] + [d for r in resolved for d in r.damage_dice]
     return make_result(
         SYSTEM,
-        [die(10, face) for face in roll.faces],
+        dice,
         first["total"],
         first["formula"],
         _summary(roll, resolved),
@@ -77,14 +79,16 @@ def resolve_ability(args: Args, rng: Dice) -> Result:
 
 
 @dataclass(frozen=True)
-class Wording:
-    """A target's formula terms and tier steps, for the summary line."""
+class Resolved:
+    """A target's part of the result, with its formula terms and tier steps for the summary line."""
 
+    report: dict[str, Any]
     terms: list[str]
     steps: list[str]
+    damage_dice: list[Die]
 
 
-def _resolve_target(roll: Roll, target: Target, mods: Modifiers, rng: Dice) -> tuple[dict[str, Any], Wording]:
+def _resolve_target(roll: Roll, target: Target, mods: Modifiers, rng: Dice) -> Resolved:
     """One target's outcome: its own total, tier, damage and effect from the shared roll."""
     outcome = power_outcome(
         roll.natural,
@@ -115,13 +119,15 @@ def _resolve_target(roll: Roll, target: Target, mods: Modifiers, rng: Dice) -> t
         "damage_formula": None,
         "effect": entry.effect,
     }
+    damage_dice: list[Die] = []
     if entry.damage is not None:
         letter = choose_letter(entry.damage, roll.characteristics, roll.choose)
         damage = evaluate_damage(entry.damage, letter, roll.characteristics, rng)
+        damage_dice = damage.dice
         report.update(
             damage=damage.amount, damage_type=entry.damage.damage_type, damage_formula=damage.formula
         )
-    return report, Wording(terms, tier_steps(outcome, mods.auto_tiers))
+    return Resolved(report, terms, tier_steps(outcome, mods.auto_tiers), damage_dice)
 
 
 def _outcome_text(report: Mapping[str, Any]) -> str:
@@ -134,18 +140,18 @@ def _outcome_text(report: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _summary(roll: Roll, resolved: Sequence[tuple[dict[str, Any], Wording]]) -> str:
+def _summary(roll: Roll, resolved: Sequence[Resolved]) -> str:
     """One line: the roll, then each target's total, tier steps and outcome."""
-    if len(resolved) == 1 and resolved[0][0]["name"] is None:
-        report, wording = resolved[0]
-        line = rolled(wording.terms, roll.faces, report["total"])
-        return f"Ability roll: {line}, {', '.join(wording.steps)}: {_outcome_text(report)}"
+    if len(resolved) == 1 and resolved[0].report["name"] is None:
+        only = resolved[0]
+        line = rolled(only.terms, roll.faces, only.report["total"])
+        return f"Ability roll: {line}, {', '.join(only.steps)}: {_outcome_text(only.report)}"
     # Every target shares the dice and the characteristic (the first two terms); the rest is its own.
-    lines = [f"Ability roll: {shown(resolved[0][1].terms[:2], roll.faces)}"]
-    for n, (report, wording) in enumerate(resolved, 1):
-        label = report["name"] if report["name"] is not None else f"target {n}"
-        own = "".join(wording.terms[2:])
-        lines.append(f"{label}{own} = {report['total']}, {', '.join(wording.steps)}: {_outcome_text(report)}")
+    lines = [f"Ability roll: {shown(resolved[0].terms[:2], roll.faces)}"]
+    for n, r in enumerate(resolved, 1):
+        label = r.report["name"] if r.report["name"] is not None else f"target {n}"
+        own = "".join(r.terms[2:])
+        lines.append(f"{label}{own} = {r.report['total']}, {', '.join(r.steps)}: {_outcome_text(r.report)}")
     return " | ".join(lines)
 
 
