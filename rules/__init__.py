@@ -2,8 +2,8 @@
 
 >>> from rules import resolve
 >>> from rules.rng import Scripted
->>> resolve({"system": "drawsteel.power", "characteristic": 2}, rng=Scripted([7, 8]))["tier"]
-2
+>>> resolve({"system": "drawsteel.power", "characteristic": 2}, rng=Scripted([4, 5]))["tier"]
+1
 """
 
 from __future__ import annotations

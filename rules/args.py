@@ -139,7 +139,8 @@ class Args:
 
     def finish(self) -> None:
         """Refuse any argument that no read asked for."""
-        unknown = sorted(k for k in self._values if k not in self._read)
+        # Keys from MessagePack may be ints or bytes; sort by their text so mixed types cannot crash.
+        unknown = sorted((k for k in self._values if k not in self._read), key=str)
         if unknown:
             known = ", ".join(sorted(self._read)) or "none"
             raise RulesError(
