@@ -1,0 +1,66 @@
+"""Evaluating a formula: parse (cached), roll the tree, collect the result."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from rules.args import type_name
+from rules.dice.arith import Number, fmt
+from rules.dice.limits import MAX_FORMULA_LENGTH, limit
+from rules.dice.nodes import Ctx, Out
+from rules.dice.parser import DIALECT_NAMES, parse
+from rules.dice.terms import Term
+from rules.dice.text import describe
+from rules.errors import RulesError
+from rules.result import Die
+from rules.rng import Dice
+
+DIALECTS = tuple(DIALECT_NAMES)
+
+
+class Evaluation:
+    """One evaluated formula (see the package docstring for each field)."""
+
+    __slots__ = ("dialect", "dice", "dice_max", "formula", "terms", "text", "total")
+
+    def __init__(
+        self,
+        total: Number,
+        terms: list[Term],
+        dice: list[Die],
+        formula: str,
+        text: str,
+        dice_max: int,
+        dialect: str,
+    ) -> None:
+        self.total = total
+        self.terms = terms
+        self.dice = dice
+        self.formula = formula
+        self.text = text
+        self.dice_max = dice_max
+        self.dialect = dialect
+
+    def __repr__(self) -> str:
+        return f"Evaluation({self.text!r})"
+
+
+def evaluate(formula: str, rng: Dice, dialect: str = "foundry") -> Evaluation:
+    """Parse ``formula`` in ``dialect`` (``"foundry"`` or ``"roll20"``) and roll it with ``rng``."""
+    if type(formula) is not str:
+        raise RulesError("bad_type", f"A dice formula must be a string; got {type_name(formula)}.")
+    if dialect not in DIALECT_NAMES:
+        raise RulesError(
+            "bad_value", f"The dice dialect must be 'foundry' or 'roll20'; got {str(dialect)[:40]!r}."
+        )
+    if len(formula) > MAX_FORMULA_LENGTH:
+        limit(f"a formula may be at most {MAX_FORMULA_LENGTH} characters long")
+    parsed = parse(formula, dialect)
+    ctx = Ctx(rng)
+    for node in parsed.inlines:
+        node.evaluate_first(ctx)
+    out: Out = []
+    total = parsed.root.ev(ctx, out)
+    terms = cast(list[Term], out)
+    text = f"{describe(terms)} = {fmt(total)}"
+    return Evaluation(total, terms, ctx.dice, parsed.formula, text, ctx.dice_max, dialect)

@@ -1,0 +1,294 @@
+"""Foundry VTT's dice: how a die term with modifiers, and a pool, roll and count.
+
+Foundry applies a term's modifiers one after another in the order they are written, each to the whole
+list of results so far (https://foundryvtt.com/article/dice-modifiers/ and the ``Die`` API page,
+https://foundryvtt.com/api/v12/classes/foundry.dice.terms.Die.html). New dice from rerolls and explosions
+join the end of the list. The meanings here follow those pages; see docs/notation.md for the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.dice.arith import Number
+from rules.dice.common import Result, compare, keep_or_drop, kept_after
+from rules.dice.limits import MAX_CHAIN
+from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, chain_limit
+from rules.rng import roll_many
+
+#: The modifiers each kind of Foundry term takes, longest first so ``kh`` wins over ``k``.
+DIE_MODIFIERS = (
+    "even", "min", "max", "odd", "rr", "xo", "kh", "kl", "dh", "dl", "cs", "cf", "df", "sf", "ms",
+    "r", "x", "k", "d",
+)  # fmt: skip
+FATE_MODIFIERS = ("rr", "kh", "kl", "dh", "dl", "r", "k", "d")
+COIN_MODIFIERS = ("c",)
+POOL_MODIFIERS = ("kh", "kl", "dh", "dl", "cs", "cf", "k", "d")
+
+#: keep/drop modifier -> (keep, highest)
+KEEPS = {
+    "k": (True, True),
+    "kh": (True, True),
+    "kl": (True, False),
+    "d": (False, False),
+    "dl": (False, False),
+    "dh": (False, True),
+}
+
+
+class Mod:
+    """One parsed Foundry modifier: ``name``, an optional count, comparison and target, and its text."""
+
+    __slots__ = ("count", "name", "op", "target", "text")
+
+    def __init__(self, name: str, count: int | None, op: str | None, target: int | None, text: str) -> None:
+        self.name = name
+        self.count = count
+        self.op = op
+        self.target = target
+        self.text = text
+
+
+def _face(ctx: Ctx, kind: str, faces: int) -> Result:
+    if kind == "standard":
+        return {"result": ctx.rng.roll(faces), "active": True}
+    if kind == "fate":
+        # A Fate die behaves like 1d3-2; Foundry marks its -1 a failure and its +1 a success.
+        value = ctx.rng.roll(3) - 2
+        if value == 1:
+            return {"result": 1, "active": True, "success": True}
+        if value == -1:
+            return {"result": -1, "active": True, "failure": True}
+        return {"result": 0, "active": True}
+    return {"result": ctx.rng.roll(2) - 1, "active": True}  # a coin: 1 heads, 0 tails
+
+
+class _Term:
+    """The results of one die term while its modifiers run, with each result's place in its chain."""
+
+    __slots__ = ("ctx", "depth", "faces", "kind", "results")
+
+    def __init__(self, ctx: Ctx, kind: str, faces: int, results: list[Result]) -> None:
+        self.ctx = ctx
+        self.kind = kind
+        self.faces = faces
+        self.results = results
+        self.depth = [0] * len(results)
+
+    def add(self, parent: int) -> None:
+        depth = self.depth[parent] + 1
+        if depth > MAX_CHAIN:
+            chain_limit()
+        self.ctx.spend(1)
+        self.results.append(_face(self.ctx, self.kind, self.faces))
+        self.depth.append(depth)
+
+
+def _reroll(t: _Term, mod: Mod, *, recursive: bool) -> None:
+    # r rerolls each matching result once (only the results present before it ran); rr also rerolls
+    # the new results while they match. A count (r1=1) caps how many rerolls happen.
+    op = mod.op or "="
+    target = 1 if mod.target is None else mod.target
+    budget = mod.count
+    results = t.results
+    initial = len(results)
+    checked = 0
+    while checked < len(results):
+        i = checked
+        r = results[i]
+        checked += 1
+        if r["active"]:
+            if budget is not None and budget <= 0:
+                break
+            if compare(r["result"], op, target):
+                r["rerolled"] = True
+                r["active"] = False
+                t.add(i)
+                if budget is not None:
+                    budget -= 1
+        if not recursive and checked >= initial:
+            break
+
+
+def _explode(t: _Term, mod: Mod, *, recursive: bool) -> None:
+    # x rolls one more die for every matching result, new dice included; xo only for the first ones.
+    op = mod.op or "="
+    target = t.faces if mod.target is None else mod.target
+    budget = mod.count
+    results = t.results
+    initial = len(results)
+    checked = 0
+    while checked < len(results):
+        i = checked
+        r = results[i]
+        checked += 1
+        if r["active"]:
+            if budget is not None and budget <= 0:
+                break
+            if compare(r["result"], op, target):
+                r["exploded"] = True
+                t.add(i)
+                if budget is not None:
+                    budget -= 1
+        if not recursive and checked == initial:
+            break
+
+
+def _count(results: list[Result], op: str, target: Number, *, success: bool) -> None:
+    # Every result (dropped ones too, as Foundry does) is marked and re-cast to a count of 1 or 0.
+    for r in results:
+        hit = compare(r["result"], op, target)
+        if success:
+            r["success"] = hit
+            if hit:
+                r.pop("failure", None)
+        else:
+            r["failure"] = hit
+            if hit:
+                r.pop("success", None)
+        r["count"] = 1 if hit else 0
+
+
+def _deduct(results: list[Result], mod: Mod, *, subtract_value: bool) -> None:
+    # df: each failure counts -1; sf: each failure subtracts its face. Without a comparison the
+    # failures are the results an earlier cs marked as not successful.
+    for r in results:
+        if mod.op is not None:
+            if compare(r["result"], mod.op, 1 if mod.target is None else mod.target):
+                r["failure"] = True
+                r.pop("success", None)
+        elif r.get("success") is False:
+            r["failure"] = True
+            del r["success"]
+        if r.get("failure"):
+            r["count"] = -r["result"] if subtract_value else -1
+
+
+def roll_die(ctx: Ctx, node: DiceNode, out: Out) -> Number:
+    """A Foundry die term with modifiers (or a Fate die or a coin)."""
+    n = node.number
+    faces = node.faces
+    kind = node.kind
+    ctx.spend(n)
+    if kind == "standard":
+        results: list[Result] = [{"result": v, "active": True} for v in roll_many(ctx.rng, faces, n)]
+    else:
+        results = [_face(ctx, kind, faces) for _ in range(n)]
+    t = _Term(ctx, kind, faces, results)
+    kept = n
+    margin: tuple[str, int] | None = None
+    mod: Mod
+    for mod in node.spec:
+        name = mod.name
+        if name in KEEPS:
+            keep, highest = KEEPS[name]
+            count = mod.count or 1  # Foundry reads a missing (or zero) count as 1
+            keep_or_drop(results, count, keep=keep, highest=highest)
+            kept = kept_after(kept, count, keep=keep)
+        elif name == "r" or name == "rr":
+            _reroll(t, mod, recursive=name == "rr")
+        elif name == "x" or name == "xo":
+            _explode(t, mod, recursive=name == "x")
+        elif name == "cs":
+            _count(results, mod.op or "=", faces if mod.target is None else mod.target, success=True)
+        elif name == "cf":
+            _count(results, mod.op or "=", 1 if mod.target is None else mod.target, success=False)
+        elif name == "df" or name == "sf":
+            _deduct(results, mod, subtract_value=name == "sf")
+        elif name == "ms":
+            assert mod.target is not None
+            margin = ("failure" if mod.op in ("<", "<=") else "success", mod.target)
+        elif name == "min" or name == "max":
+            # The die keeps its face; it counts as the bound (Foundry also flags it ``rerolled``).
+            assert mod.target is not None
+            bound = mod.target
+            for r in results:
+                if (r["result"] < bound) if name == "min" else (r["result"] > bound):
+                    r["count"] = bound
+                    r["rerolled"] = True
+        elif name == "even" or name == "odd":
+            want = 0 if name == "even" else 1
+            for r in results:
+                r["success"] = r["result"] % 2 == want
+                r["count"] = 1 if r["success"] else 0
+        else:  # "c": call a coin
+            for r in results:
+                r["success"] = r["result"] == mod.target
+                r["count"] = 1 if r["success"] else 0
+    total: Number = 0
+    for r in results:
+        if r["active"]:
+            total += r["count"] if "count" in r else r["result"]
+    if margin is not None:
+        total = total - margin[1] if margin[0] == "success" else margin[1] - total
+    term: dict[str, Any] = {
+        "type": "die",
+        "number": n,
+        "faces": faces,
+        "kind": kind,
+        "modifiers": list(node.mod_texts),
+        "results": results,
+        "total": total,
+        "expression": node.expression,
+    }
+    if node.flavor is not None:
+        term["flavor"] = node.flavor
+    out.append(term)
+    ctx.dice += dice_entries(results, faces, kind)
+    ctx.dice_max += kept * (faces if kind == "standard" else 1)
+    return total
+
+
+def dice_entries(results: list[Result], faces: int, kind: str) -> list[dict[str, Any]]:
+    """``rules.result.die`` entries for a term's results: value, kept, and the result's own marks."""
+    entries = []
+    for r in results:
+        entry = {"faces": faces, "value": r["result"], "kept": r["active"]}
+        for key, value in r.items():
+            if key != "result" and key != "active":
+                entry[key] = value
+        if kind != "standard":
+            entry["kind"] = kind
+        entries.append(entry)
+    return entries
+
+
+def roll_pool(ctx: Ctx, node: GroupNode, out: Out) -> Number:
+    """A Foundry pool ``{a, b, ...}``: each expression is rolled, then the modifiers act on their totals."""
+    rolls = []
+    results: list[Result] = []
+    spans = []
+    for sub in node.subs:
+        start = len(ctx.dice)
+        terms: Out = []
+        value = sub.ev(ctx, terms)
+        rolls.append({"terms": terms, "total": value, "formula": sub.text})
+        results.append({"result": value, "active": True})
+        spans.append((start, len(ctx.dice)))
+    mod: Mod
+    for mod in node.spec:
+        if mod.name in KEEPS:
+            keep, highest = KEEPS[mod.name]
+            keep_or_drop(results, mod.count or 1, keep=keep, highest=highest)
+        else:
+            assert mod.op is not None
+            assert mod.target is not None
+            _count(results, mod.op, mod.target, success=mod.name == "cs")
+    total: Number = 0
+    for r, (start, end) in zip(results, spans, strict=True):
+        if r["active"]:
+            total += r["count"] if "count" in r else r["result"]
+        else:
+            for entry in ctx.dice[start:end]:
+                entry["kept"] = False
+    term: dict[str, Any] = {
+        "type": "pool",
+        "rolls": rolls,
+        "modifiers": list(node.mod_texts),
+        "results": results,
+        "total": total,
+    }
+    if node.flavor is not None:
+        term["flavor"] = node.flavor
+    out.append(term)
+    return total

@@ -1,0 +1,318 @@
+"""The syntax tree of a formula, and how each node evaluates itself.
+
+A parsed formula is a tree of these nodes, built once and cached (see ``rules.dice.parser``); it is never
+changed afterwards, so one tree serves every roll of the same formula. ``ev(ctx, out)`` evaluates a node:
+it rolls through ``ctx``, appends the node's evaluated terms (``rules.dice.terms``) to ``out`` and returns
+the node's value. The dialect decides how dice and groups roll: each ``DiceNode``/``GroupNode`` carries the
+function that rolls it (``rules.dice.foundry`` or ``rules.dice.roll20``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rules.dice.arith import Number, apply, call, fmt
+from rules.dice.limits import MAX_CHAIN, MAX_ROLLS, limit
+from rules.result import Die
+from rules.rng import Dice, roll_many
+
+
+class Ctx:
+    """The state of one evaluation: the random source, the dice rolled so far and the budgets."""
+
+    __slots__ = ("dice", "dice_max", "inline", "rng", "rolls", "track")
+
+    def __init__(self, rng: Dice) -> None:
+        self.rng = rng
+        self.dice: list[Die] = []
+        self.rolls = 0
+        self.dice_max = 0
+        # Roll20 inline rolls, evaluated before the rest: index -> (total, term)
+        self.inline: list[tuple[Number, dict[str, Any]]] = []
+        # While a Roll20 one-expression group collects its dice: (result, die entry, die term) per die.
+        self.track: list[tuple[dict[str, Any], Die, dict[str, Any]]] | None = None
+
+    def spend(self, n: int) -> None:
+        """Count ``n`` more rolls against ``MAX_ROLLS``."""
+        self.rolls += n
+        if self.rolls > MAX_ROLLS:
+            limit(f"a formula may roll at most {MAX_ROLLS:,} dice, explosions and rerolls included")
+
+
+def chain_limit() -> None:
+    limit(f"one die may explode or be rerolled at most {MAX_CHAIN} times")
+
+
+#: Evaluated terms as the engine builds them: plain dicts in the shape of ``rules.dice.terms``.
+Out = list[dict[str, Any]]
+
+
+class Node:
+    __slots__ = ("text",)
+    text: str
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        raise NotImplementedError
+
+
+class NumberNode(Node):
+    __slots__ = ("flavor", "value")
+
+    def __init__(self, value: Number, flavor: str | None = None) -> None:
+        self.value = value
+        self.flavor = flavor
+        self.text = fmt(value) + (f"[{flavor}]" if flavor is not None else "")
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:  # noqa: ARG002 (every node takes the context)
+        if self.flavor is None:
+            out.append({"type": "number", "value": self.value})
+        else:
+            out.append({"type": "number", "value": self.value, "flavor": self.flavor})
+        return self.value
+
+
+class ChainNode(Node):
+    """Left-associative operators of one precedence: ``a + b - c`` or ``a * b / c``."""
+
+    __slots__ = ("first", "rest")
+
+    def __init__(self, first: Node, rest: tuple[tuple[str, Node], ...]) -> None:
+        self.first = first
+        self.rest = rest
+        self.text = first.text + "".join(f" {op} {node.text}" for op, node in rest)
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        total = self.first.ev(ctx, out)
+        for op, node in self.rest:
+            out.append({"type": "operator", "op": op})
+            total = apply(op, total, node.ev(ctx, out))
+        return total
+
+
+class UnaryNode(Node):
+    """Leading signs: ``-1d6``, ``--2``. Each sign is its own operator term, as in Foundry's terms."""
+
+    __slots__ = ("negative", "operand", "ops")
+
+    def __init__(self, ops: tuple[str, ...], operand: Node) -> None:
+        self.ops = ops
+        self.operand = operand
+        self.negative = ops.count("-") % 2 == 1
+        self.text = "".join(ops) + operand.text
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        for op in self.ops:
+            out.append({"type": "operator", "op": op})
+        value = self.operand.ev(ctx, out)
+        return -value if self.negative else value
+
+
+class PowerNode(Node):
+    """Roll20's ``a ** b``; its term is a ``pow`` function term (Foundry would write ``pow(a, b)``)."""
+
+    __slots__ = ("base", "exponent")
+
+    def __init__(self, base: Node, exponent: Node) -> None:
+        self.base = base
+        self.exponent = exponent
+        self.text = f"{base.text} ** {exponent.text}"
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        left: Out = []
+        right: Out = []
+        a = self.base.ev(ctx, left)
+        b = self.exponent.ev(ctx, right)
+        total = apply("**", a, b)
+        out.append({"type": "function", "name": "pow", "args": [left, right], "total": total})
+        return total
+
+
+class ParenNode(Node):
+    __slots__ = ("expr", "flavor")
+
+    def __init__(self, expr: Node, flavor: str | None = None) -> None:
+        self.expr = expr
+        self.flavor = flavor
+        self.text = f"({expr.text})" + (f"[{flavor}]" if flavor is not None else "")
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        inner: Out = []
+        total = self.expr.ev(ctx, inner)
+        if self.flavor is None:
+            out.append({"type": "paren", "terms": inner, "total": total})
+        else:
+            out.append({"type": "paren", "terms": inner, "total": total, "flavor": self.flavor})
+        return total
+
+
+class FunctionNode(Node):
+    __slots__ = ("args", "flavor", "name")
+
+    def __init__(self, name: str, args: tuple[Node, ...], flavor: str | None = None) -> None:
+        self.name = name
+        self.args = args
+        self.flavor = flavor
+        label = f"[{flavor}]" if flavor is not None else ""
+        self.text = f"{name}({', '.join(a.text for a in args)}){label}"
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        arg_terms: list[Out] = []
+        values: list[Number] = []
+        for arg in self.args:
+            terms: Out = []
+            values.append(arg.ev(ctx, terms))
+            arg_terms.append(terms)
+        total = call(self.name, values)
+        term: dict[str, Any] = {"type": "function", "name": self.name, "args": arg_terms, "total": total}
+        if self.flavor is not None:
+            term["flavor"] = self.flavor
+        out.append(term)
+        return total
+
+
+class InlineNode(Node):
+    """A Roll20 inline roll ``[[ ... ]]``: evaluated before everything else, then used as its total."""
+
+    __slots__ = ("expr", "index")
+
+    def __init__(self, expr: Node, index: int) -> None:
+        self.expr = expr
+        self.index = index
+        self.text = f"[[{expr.text}]]"
+
+    def evaluate_first(self, ctx: Ctx) -> None:
+        inner: Out = []
+        total = self.expr.ev(ctx, inner)
+        ctx.inline.append((total, {"type": "paren", "terms": inner, "total": total, "inline": True}))
+
+    def value(self, ctx: Ctx) -> Number:
+        return ctx.inline[self.index][0]
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        total, term = ctx.inline[self.index]
+        out.append(term)
+        return total
+
+
+Target = int | InlineNode
+
+
+def target_value(ctx: Ctx, target: Target) -> Number:
+    return target if type(target) is int else target.value(ctx)  # type: ignore[union-attr]
+
+
+DiceRoller = Callable[[Ctx, "DiceNode", Out], Number]
+
+
+class DiceNode(Node):
+    """``NdX`` (or ``dF``, ``dc``) with its modifiers; ``spec`` is the dialect's parsed modifiers."""
+
+    __slots__ = ("expression", "faces", "flavor", "kind", "mod_texts", "number", "roller", "spec")
+
+    def __init__(
+        self,
+        number: int,
+        faces: int,
+        kind: str,
+        mod_texts: tuple[str, ...],
+        spec: Any,
+        roller: DiceRoller,
+        flavor: str | None = None,
+    ) -> None:
+        self.number = number
+        self.faces = faces
+        self.kind = kind
+        self.mod_texts = mod_texts
+        self.spec = spec
+        self.roller = roller
+        self.flavor = flavor
+        denomination = {"standard": str(faces), "fate": "F", "coin": "c"}[kind]
+        self.expression = f"{number}d{denomination}{''.join(mod_texts)}"
+        self.text = self.expression + (f"[{flavor}]" if flavor is not None else "")
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        return self.roller(ctx, self, out)
+
+
+def roll_plain(ctx: Ctx, node: DiceNode, out: Out) -> Number:
+    """Standard dice with no modifiers, the common case, in as few steps as possible."""
+    n = node.number
+    faces = node.faces
+    ctx.rolls += n
+    if ctx.track is not None or n != 1:
+        values = roll_many(ctx.rng, faces, n)
+        total: int = sum(values)
+    else:
+        total = ctx.rng.roll(faces)
+        values = [total]
+    term: dict[str, Any] = {
+        "type": "die",
+        "number": n,
+        "faces": faces,
+        "kind": "standard",
+        "modifiers": [],
+        "results": [{"result": v, "active": True} for v in values],
+        "total": total,
+        "expression": node.expression,
+    }
+    if node.flavor is not None:
+        term["flavor"] = node.flavor
+    out.append(term)
+    # The same shape as rules.result.die(faces, value, True), built inline because this is the hot path.
+    entries = [{"faces": faces, "value": v, "kept": True} for v in values]
+    ctx.dice += entries
+    ctx.dice_max += n * faces
+    if ctx.track is not None:
+        ctx.track.extend((r, e, term) for r, e in zip(term["results"], entries, strict=True))
+    return total
+
+
+GroupRoller = Callable[[Ctx, "GroupNode", Out], Number]
+
+
+class GroupNode(Node):
+    """A Foundry pool ``{a, b}kh`` or a Roll20 group ``{4d6+3d8}kh1``."""
+
+    __slots__ = ("flavor", "mod_texts", "roller", "spec", "subs")
+
+    def __init__(
+        self,
+        subs: tuple[Node, ...],
+        mod_texts: tuple[str, ...],
+        spec: Any,
+        roller: GroupRoller,
+        flavor: str | None = None,
+    ) -> None:
+        self.subs = subs
+        self.mod_texts = mod_texts
+        self.spec = spec
+        self.roller = roller
+        self.flavor = flavor
+        self.text = (
+            "{"
+            + ", ".join(s.text for s in subs)
+            + "}"
+            + "".join(mod_texts)
+            + (f"[{flavor}]" if flavor is not None else "")
+        )
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        return self.roller(ctx, self, out)
+
+
+def children(node: Node) -> list[Node]:
+    """The nodes directly under ``node``, in formula order."""
+    if isinstance(node, ChainNode):
+        return [node.first, *(n for _, n in node.rest)]
+    if isinstance(node, UnaryNode):
+        return [node.operand]
+    if isinstance(node, PowerNode):
+        return [node.base, node.exponent]
+    if isinstance(node, ParenNode | InlineNode):
+        return [node.expr]
+    if isinstance(node, FunctionNode):
+        return list(node.args)
+    if isinstance(node, GroupNode):
+        return list(node.subs)
+    return []
