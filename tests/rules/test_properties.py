@@ -8,6 +8,7 @@ the common shape and survives MessagePack and JSON unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -342,13 +343,23 @@ def junk_intent(draw: st.DrawFn, system: str) -> Any:
 # --- the properties ------------------------------------------------------------------------------------
 
 
+def elapsed(value: Any) -> float:
+    started = time.perf_counter()
+    with contextlib.suppress(RulesError):
+        resolve(value, rng=DICE)
+    return time.perf_counter() - started
+
+
 def timed_resolve(value: Any) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         return resolve(value, rng=DICE)
     finally:
-        elapsed = time.perf_counter() - started
-        assert elapsed < SLOW, f"resolve took {elapsed * 1000:.1f} ms for {value!r}"
+        took = time.perf_counter() - started
+        if took >= SLOW:
+            # A busy machine can pause any one call; a slow intent is slow every time.
+            took = min(took, *(elapsed(value) for _ in range(3)))
+        assert took < SLOW, f"resolve took {took * 1000:.1f} ms for {value!r}"
 
 
 def is_int(value: object) -> bool:
@@ -377,6 +388,154 @@ def check_shape(system: str, result: dict[str, Any]) -> None:
         assert amount > 0
 
 
+# --- what the spec promises about each system's own fields ----------------------------------------------
+
+
+def values_of(result: dict[str, Any], **marks: Any) -> list[int]:
+    return [d["value"] for d in result["dice"] if all(d.get(k) == v for k, v in marks.items())]
+
+
+def drawsteel_power_promises(intent: Intent, result: dict[str, Any]) -> None:
+    assert [d["faces"] for d in result["dice"]] == [10, 10]
+    assert result["natural"] == sum(values_of(result))
+    assert result["edge_state"] in {"none", "edge", "double_edge", "bane", "double_bane"}
+    assert result["tier"] in {1, 2, 3}
+    assert result["tier_rolled"] in {1, 2, 3}
+    kind = intent.get("kind", "ability")
+    assert result["critical"] is (result["natural"] >= 19 and kind == "ability")
+    step = {"edge": 2, "bane": -2}.get(result["edge_state"], 0)
+    expected = result["natural"] + intent.get("characteristic", 0) + intent.get("bonus", 0) + step
+    assert result["total"] == expected
+    if result["natural"] >= 19:
+        assert result["tier_rolled"] == 3
+    if not intent.get("auto_tiers") and intent.get("downgrade_to") is None:
+        assert result["tier"] == result["tier_rolled"]
+        assert result["automatic"] is None
+    if intent.get("downgrade_to") is not None:
+        assert result["tier"] <= intent["downgrade_to"] or result["automatic"] is not None
+
+
+def drawsteel_ability_promises(intent: Intent, result: dict[str, Any]) -> None:
+    assert [d["faces"] for d in result["dice"]] == [10, 10]
+    assert result["natural"] == sum(values_of(result))
+    assert len(result["targets"]) == len(intent.get("targets", [None]))
+    for target in result["targets"]:
+        assert target["tier"] in {1, 2, 3}
+        assert target["damage"] is None or (is_int(target["damage"]) and target["damage"] >= 0)
+        assert target["critical"] is (result["natural"] >= 19)
+        assert target["effect"] is None or isinstance(target["effect"], str)
+
+
+def daggerheart_duality_promises(intent: Intent, result: dict[str, Any]) -> None:
+    hope, fear = result["dice"][0], result["dice"][1]
+    assert (hope["faces"], hope["role"], fear["faces"], fear["role"]) == (12, "hope", 12, "fear")
+    assert (result["hope_die"], result["fear_die"]) == (hope["value"], fear["value"])
+    if hope["value"] == fear["value"]:
+        assert result["with"] == "critical"
+        assert result["success"] is True
+    else:
+        assert result["with"] == ("hope" if hope["value"] > fear["value"] else "fear")
+    net = intent.get("advantage", 0) - intent.get("disadvantage", 0)
+    assert (result["advantage_die"] is None) is (net == 0)
+    if result["advantage_die"] is not None:
+        assert (result["advantage_die"] > 0) is (net > 0)
+    spent = intent.get("experience", 0) if intent.get("spend_hope") else 0
+    total = hope["value"] + fear["value"] + (result["advantage_die"] or 0) + intent.get("modifier", 0) + spent
+    assert result["total"] == total
+    if result["with"] != "critical":
+        difficulty = intent.get("difficulty")
+        assert result["success"] == (None if difficulty is None else total >= difficulty)
+    gains = [e for e in result.get("effects", []) if e["delta"] > 0]
+    if intent.get("reaction"):
+        assert gains == []
+    else:
+        resource = "fear" if result["with"] == "fear" else "hope"
+        assert gains == [{"resource": resource, "delta": 1}]
+    assert result.get("requires", {}) == ({"hope": 1} if intent.get("spend_hope") else {})
+
+
+def daggerheart_attack_promises(intent: Intent, result: dict[str, Any]) -> None:
+    assert all(d["faces"] == 20 for d in result["dice"])
+    kept = values_of(result, kept=True)
+    assert kept == [result["natural"]]
+    both = intent.get("advantage", False) == intent.get("disadvantage", False)
+    assert len(result["dice"]) == (1 if both else 2)
+    assert result["critical"] is (result["natural"] >= intent.get("crit_threshold", 20))
+    spent = intent.get("experience", 0) if intent.get("spend_fear") else 0
+    assert result["total"] == result["natural"] + intent["modifier"] + spent
+    assert len(result["targets"]) == len(intent.get("targets", []))
+    for asked, target in zip(intent.get("targets", []), result["targets"], strict=True):
+        assert target["hit"] is (result["critical"] or result["total"] >= asked["evasion"])
+        assert target["critical"] is result["critical"]
+    assert result.get("requires", {}) == ({"fear": 1} if intent.get("spend_fear") else {})
+
+
+def honors_edge_promises(intent: Intent, result: dict[str, Any]) -> None:
+    rolled, kept = result["rolled"], result["kept"]
+    assert len(result["dice"]) == rolled
+    assert sum(d["kept"] for d in result["dice"]) == min(rolled, kept)
+    for d in result["dice"]:
+        assert d["faces"] == 10
+        assert d["value"] == sum(d["chain"])
+        assert d["exploded"] is (len(d["chain"]) > 1)
+        assert all(face == 10 for face in d["chain"][:-1])
+        if not intent.get("explode", True):
+            assert len(d["chain"]) == 1
+    dropped, chosen = values_of(result, kept=False), values_of(result, kept=True)
+    if dropped and chosen:
+        assert min(chosen) >= max(dropped)
+    assists = sum(intent.get("assist_ranks", []))
+    assert result["total"] == sum(values_of(result, kept=True)) + intent.get("bonus", 0) + assists
+    tn = intent.get("tn")
+    assert result["tn"] == tn
+    if tn is None:
+        assert (result["success"], result["success_margins"], result["failure_margins"]) == (None, None, None)
+    else:
+        assert result["success"] is (result["total"] >= tn)
+        assert result["success_margins"] == max(0, result["total"] - tn) // 5
+        assert result["failure_margins"] == max(0, tn - result["total"]) // 5
+
+
+def nexus_test_promises(intent: Intent, result: dict[str, Any]) -> None:
+    assert result["success_level"] in {"blunder", "failure", "weak", "strong", "critical"}
+    assert result["success"] is (result["success_level"] in {"weak", "strong", "critical"})
+    assert result["difference"] == result["total"] - result["tn"]
+    if "tn" in intent:
+        assert result["tn"] == intent["tn"]
+    elif "difficulty" not in intent:
+        assert result["tn"] == 8
+    assert result["d6_used"] in result["d6"]
+    assert all(1 <= v <= 6 for v in result["d6"])
+
+
+def nexus_check_promises(intent: Intent, result: dict[str, Any]) -> None:
+    kind = intent["kind"]
+    if kind == "durability":
+        assert result["outcome"] in {"ok", "damaged", "destroyed"}
+        assert (result["outcome"] == "destroyed") <= bool(intent.get("damaged"))
+    elif kind == "supply":
+        steps = ["d12", "d10", "d8", "d6", "d4", "1", "gone"]
+        assert result["outcome"] in steps
+        assert steps.index(result["outcome"]) - steps.index(intent["die"]) in {0, 1}
+    else:
+        entry = result["outcome"]
+        assert entry["from"] <= result["value"] <= entry["to"]
+        assert isinstance(entry["outcome"], str)
+
+
+PROMISES = {
+    "drawsteel.power": drawsteel_power_promises,
+    "drawsteel.ability": drawsteel_ability_promises,
+    "daggerheart.duality": daggerheart_duality_promises,
+    "daggerheart.attack": daggerheart_attack_promises,
+    "honors_edge.roll": honors_edge_promises,
+    "honors_edge.skill": honors_edge_promises,
+    "honors_edge.damage": honors_edge_promises,
+    "nexus.test": nexus_test_promises,
+    "nexus.check": nexus_check_promises,
+}
+
+
 def check_plain_data(result: dict[str, Any]) -> None:
     packed = msgpack.packb(result)
     assert msgpack.unpackb(packed) == result
@@ -391,6 +550,7 @@ def test_valid_intents_resolve_to_the_common_shape(system: str) -> None:
         result = timed_resolve(value)
         check_shape(system, result)
         check_plain_data(result)
+        PROMISES[system](value, result)
 
     check()
 
