@@ -91,7 +91,7 @@ def room_create_command(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     secret = auth.load_secret(config.data, config.secret)
-    gm = auth.issue(secret, info.id, "gm", name="GM")
+    gm = auth.issue(secret, info.id, "gm")
     player = auth.issue(secret, info.id, "player")
     spectator = auth.issue(secret, info.id, "spectator")
     watch = f"{_public_base(config)}/watch#{spectator}"

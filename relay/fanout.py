@@ -35,6 +35,7 @@ class Outbox:
         self.floor = 0
         self.overflowed = False
         self.closed = False
+        self._direct: Callable[[bytes], bool] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -43,6 +44,12 @@ class Outbox:
         """Queue ``data``; False when the queue was full (the socket must be closed)."""
         if self.closed:
             return True
+        if self._direct is not None and not self._items:
+            # Nothing queued ahead of it: hand it straight to the socket when the socket keeps up.
+            if seq is not None and seq <= self.floor:
+                return True
+            if self._direct(data):
+                return True
         if len(self._items) >= self._limit:
             self.overflowed = True
             self.close()
@@ -53,11 +60,22 @@ class Outbox:
 
     def close(self) -> None:
         self.closed = True
+        self._direct = None
         self._wake.set()
 
-    async def run(self, floor: int, send: Callable[[bytes], Awaitable[None]]) -> None:
-        """Send queued frames in order until closed; events at or below ``floor`` are skipped."""
+    async def run(
+        self,
+        floor: int,
+        send: Callable[[bytes], Awaitable[None]],
+        direct: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        """Send queued frames in order until closed; events at or below ``floor`` are skipped.
+
+        ``direct`` writes a frame without waiting and says whether it could (False when the socket's
+        buffer is already full); with it, ``put`` bypasses the queue whenever the queue is empty.
+        """
         self.floor = floor
+        self._direct = direct
         items = self._items
         while True:
             while items and not self.closed:

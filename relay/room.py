@@ -406,12 +406,7 @@ class Room:
         """The welcome frame at the committed state; ``history`` are rendered event frames."""
         return {
             "t": "welcome",
-            "room": {
-                "id": self.info.id,
-                "name": self.info.name,
-                "fear_max": self.info.fear_max,
-                "hope_max": self.info.hope_max,
-            },
+            "room": {"id": self.info.id, "name": self.info.name},
             "you": session.member.wire(),
             "session": token,
             "epoch": self.info.epoch,
@@ -419,6 +414,7 @@ class Room:
             "state": self.committed.wire(),
             "history": history,
             "recovered": recovered,
+            "limits": {"fear": self.info.fear_max, "hope": self.info.hope_max},
         }
 
     def history_range(self, resume: protocol.Resume | None) -> tuple[int, int, bool]:

@@ -25,6 +25,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from relay import auth, fanout, protocol, static
 from relay.config import Config
@@ -62,6 +63,7 @@ class Connection:
         self.bucket = TokenBucket(config.limits.rate, config.limits.burst)
         self.frames = 0
         self.closing = False
+        self.handle: RoomHandle | None = None  # set once admitted; cleared when detached
 
     @property
     def outbox(self) -> Outbox:
@@ -242,6 +244,24 @@ class Relay:
             logger.info("slow_client_closed", conn=sub.cid, queued=len(sub.outbox))
             self.metrics.closes.labels(str(protocol.CLOSE_SLOW)).inc()
             sub.close(protocol.CLOSE_SLOW, "Too slow: the send queue overflowed. Resume from your last seq.")
+            # Leave the room now: its close handshake may wait behind a full buffer for a while.
+            self._detach(sub)
+
+    def _detach(self, conn: Connection) -> None:
+        """Take an admitted socket out of its room (once): no more events, and a leave if it was the last."""
+        handle = conn.handle
+        if handle is None:
+            return
+        conn.handle = None
+        session = conn.session
+        handle.subscribers.pop(conn, None)
+        handle.sessions.pop(session, None)
+        self.connections.discard(conn)
+        self.metrics.connections.set(len(self.connections))
+        conn.outbox.close()
+        leave = handle.room.disconnect(session)
+        if leave is not None:
+            self._submit(handle, leave)
 
     async def drain(self) -> None:
         """Wait until every append made so far has been committed (or has failed)."""
@@ -308,6 +328,7 @@ class Relay:
             await self._refuse(conn, exc.code, exc.reason)
             return
         conn.admit(session)
+        conn.handle = handle
         # Subscribed from here on: every event committed later lands in the outbox.
         handle.subscribers[conn] = None
         handle.sessions[session] = conn
@@ -326,16 +347,9 @@ class Relay:
                 async for message in ws:
                     self._on_message(handle, conn, message)
             finally:
-                handle.subscribers.pop(conn, None)
-                handle.sessions.pop(session, None)
-                self.connections.discard(conn)
-                self.metrics.connections.set(len(self.connections))
-                conn.outbox.close()
+                self._detach(conn)
                 if sender is not None:
                     sender.cancel()
-                leave = room.disconnect(session)
-                if leave is not None:
-                    self._submit(handle, leave)
                 logger.info("left", code=ws.close_code)
 
     async def _wait(self, handle: RoomHandle, pending: Pending) -> bool:
@@ -367,7 +381,7 @@ class Relay:
 
     async def _sender(self, conn: Connection, floor: int) -> None:
         try:
-            await conn.outbox.run(floor, conn.ws.send)
+            await conn.outbox.run(floor, conn.ws.send, _direct_writer(conn.ws))
         except ConnectionClosed:
             pass
         except Exception:
@@ -452,6 +466,25 @@ class Relay:
             await asyncio.wait(list(self._handlers), timeout=15)
 
 
+def _direct_writer(ws: ServerConnection) -> Callable[[bytes], bool]:
+    """Write a binary frame synchronously while the socket's buffer is below its high-water mark.
+
+    This is what ``ws.send`` does before it awaits ``drain``; doing it inline lets a broadcast reach
+    every socket that keeps up without a task switch per socket, and leaves the rest to the outbox.
+    """
+
+    def write(data: bytes) -> bool:
+        if ws.protocol.state is not State.OPEN or ws.send_in_progress is not None:
+            return False
+        if ws.transport.get_write_buffer_size() > ws.write_limit_high:
+            return False
+        ws.protocol.send_binary(data)
+        ws.send_data()
+        return True
+
+    return write
+
+
 def _peek_id(message: str | bytes) -> str | None:
     try:
         raw = protocol.decode(message)
@@ -504,7 +537,7 @@ async def run(
             server_header="tablerelay",
             ping_interval=20,
             ping_timeout=20,
-            close_timeout=5,
+            close_timeout=10,
         ) as server:
             port = server.sockets[0].getsockname()[1] if server.sockets else config.port
             logger.info("listening", host=config.host, port=port, url=_url(config.host, port))
