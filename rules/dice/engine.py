@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from rules.args import type_name
 from rules.dice.arith import Number, fmt
+from rules.dice.fast import dice_of
 from rules.dice.limits import MAX_FORMULA_LENGTH, limit
 from rules.dice.nodes import Ctx, Out
 from rules.dice.parser import DIALECT_NAMES, parse
@@ -21,13 +22,13 @@ DIALECTS = tuple(DIALECT_NAMES)
 class Evaluation:
     """One evaluated formula (see the package docstring for each field)."""
 
-    __slots__ = ("dialect", "dice", "dice_max", "formula", "terms", "text", "total")
+    __slots__ = ("_dice", "dialect", "dice_max", "formula", "terms", "text", "total")
 
     def __init__(
         self,
         total: Number,
         terms: list[Term],
-        dice: list[Die],
+        dice: list[Die] | None,
         formula: str,
         text: str,
         dice_max: int,
@@ -35,11 +36,18 @@ class Evaluation:
     ) -> None:
         self.total = total
         self.terms = terms
-        self.dice = dice
+        self._dice = dice
         self.formula = formula
         self.text = text
         self.dice_max = dice_max
         self.dialect = dialect
+
+    @property
+    def dice(self) -> list[Die]:
+        """Every die in the order rolled (made from the terms on first use when the fast path rolled)."""
+        if self._dice is None:
+            self._dice = dice_of(cast(list[dict[str, Any]], self.terms))
+        return self._dice
 
     def __repr__(self) -> str:
         return f"Evaluation({self.text!r})"
@@ -56,6 +64,11 @@ def evaluate(formula: str, rng: Dice, dialect: str = "foundry") -> Evaluation:
     if len(formula) > MAX_FORMULA_LENGTH:
         limit(f"a formula may be at most {MAX_FORMULA_LENGTH} characters long")
     parsed = parse(formula, dialect)
+    fast = parsed.fast
+    if fast is not None:
+        total, planned, shown, dice_max = fast.run(rng)
+        text = f"{shown} = {total}"
+        return Evaluation(total, cast(list[Term], planned), None, parsed.formula, text, dice_max, dialect)
     ctx = Ctx(rng)
     for node in parsed.inlines:
         node.evaluate_first(ctx)

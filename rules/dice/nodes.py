@@ -37,11 +37,15 @@ class Ctx:
         """Count ``n`` more rolls against ``MAX_ROLLS``."""
         self.rolls += n
         if self.rolls > MAX_ROLLS:
-            limit(f"a formula may roll at most {MAX_ROLLS:,} dice, explosions and rerolls included")
+            rolls_limit()
 
 
 def chain_limit() -> None:
     limit(f"one die may explode or be rerolled at most {MAX_CHAIN} times")
+
+
+def rolls_limit() -> None:
+    limit(f"a formula may roll at most {MAX_ROLLS:,} dice, explosions and rerolls included")
 
 
 #: Evaluated terms as the engine builds them: plain dicts in the shape of ``rules.dice.terms``.

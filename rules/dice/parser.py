@@ -27,6 +27,7 @@ from typing import NoReturn
 
 from rules.dice import foundry, roll20
 from rules.dice.arith import FUNCTIONS, Number
+from rules.dice.fast import plan
 from rules.dice.limits import MAX_DEPTH, MAX_DICE, MAX_FACES, MAX_FORMULA_LENGTH, MAX_NUMBER, limit
 from rules.dice.nodes import (
     ChainNode,
@@ -54,13 +55,14 @@ _MAX_LABEL = 100
 class Parsed:
     """A parsed formula: its tree, its normalised text and (Roll20) its inline rolls in evaluation order."""
 
-    __slots__ = ("dialect", "formula", "inlines", "root")
+    __slots__ = ("dialect", "fast", "formula", "inlines", "root")
 
     def __init__(self, root: Node, dialect: str, inlines: tuple[InlineNode, ...]) -> None:
         self.root = root
         self.dialect = dialect
         self.inlines = inlines
         self.formula = root.text
+        self.fast = plan(root, dialect == "roll20")
 
 
 class _Parser:
