@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from rules.dice.arith import Number, norm
-from rules.dice.limits import MAX_NUMBER
 from rules.dice.common import keep_or_drop, kept_after
 from rules.dice.foundry import KEEPS
-from rules.dice.limits import MAX_CHAIN, MAX_ROLLS
+from rules.dice.limits import MAX_CHAIN, MAX_NUMBER, MAX_ROLLS
 from rules.dice.nodes import ChainNode, DiceNode, Node, NumberNode, chain_limit, roll_plain, rolls_limit
 from rules.result import Die
 from rules.rng import Dice, roll_many
