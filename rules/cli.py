@@ -10,6 +10,11 @@ from typing import Any
 from rules import resolve, systems
 from rules.errors import RulesError
 
+#: Exit status for an intent the rules refuse (the same as a command-line usage error).
+REFUSED = 2
+#: Exit status for a fault in the rules core itself.
+FAULT = 1
+
 
 def parse_pairs(pairs: Sequence[str]) -> dict[str, Any]:
     """``key=value`` words to an intent's arguments: JSON values where they parse, else strings."""
@@ -18,6 +23,12 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise RulesError("bad_intent", f"Arguments are written key=value; got {pair!r}.")
+        if key == "system":
+            raise RulesError(
+                "bad_intent", "The system is the first word after 'roll', not a key=value argument."
+            )
+        if key in intent:
+            raise RulesError("bad_intent", f"The argument {key!r} is given twice.")
         try:
             intent[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -26,22 +37,28 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def roll_command(system: str, pairs: Sequence[str], *, as_json: bool = False) -> int:
-    if system in {"list", "systems"}:
-        for name, description in systems().items():
-            print(f"{name:22} {description}")
-        return 0
+    if system in {"list", "systems"} and not pairs:
+        return _list(as_json)
     try:
         intent = {"system": system, **parse_pairs(pairs)}
         result = resolve(intent)
     except RulesError as exc:
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
-        return 2
+        return REFUSED
+    except Exception as exc:
+        # A bug in a resolver: say so in one line rather than showing a person a traceback.
+        print(
+            f"error [internal]: the rules core failed on this intent ({type(exc).__name__}); "
+            "please report it.",
+            file=sys.stderr,
+        )
+        return FAULT
     if as_json:
         print(json.dumps(result, indent=2))
         return 0
     print(result["text"])
-    faces = " ".join(_face(d) for d in result["dice"])
-    print(f"  dice:    {faces}")
+    if result["dice"]:
+        print(f"  dice:    {' '.join(_face(d) for d in result['dice'])}")
     print(f"  formula: {result['formula']}")
     if result["total"] is not None:
         print(f"  total:   {result['total']}")
@@ -52,9 +69,22 @@ def roll_command(system: str, pairs: Sequence[str], *, as_json: bool = False) ->
     return 0
 
 
+def _list(as_json: bool) -> int:
+    listed = systems()
+    if as_json:
+        print(json.dumps(listed, indent=2))
+        return 0
+    width = max(map(len, listed), default=0) + 2
+    for name, description in listed.items():
+        print(f"{name:{width}}{description}")
+    return 0
+
+
 def _face(d: dict[str, Any]) -> str:
+    """``d10:7``, an exploded chain as ``d10:10+5=15``, a die not kept in parentheses."""
     face = str(d["value"])
-    if "chain" in d:
-        face = "+".join(str(v) for v in d["chain"]) + f"={d['value']}"
+    chain = d.get("chain")
+    if isinstance(chain, list) and len(chain) > 1:
+        face = "+".join(str(v) for v in chain) + f"={d['value']}"
     face = f"d{d['faces']}:{face}"
     return face if d.get("kept", True) else f"({face})"

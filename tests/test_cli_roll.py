@@ -1,0 +1,118 @@
+"""``tablerelay roll``: the installed console script, run as a person would run it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rules
+
+TABLERELAY = Path(sys.executable).with_name("tablerelay")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    assert TABLERELAY.exists(), f"the console script is not installed at {TABLERELAY}"
+    return subprocess.run(
+        [str(TABLERELAY), "roll", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_a_roll_prints_a_readable_result() -> None:
+    done = run("honors_edge.roll", "pool=5k3", "tn=15")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(r"Honor's Edge 5k3 vs TN 15: \d+, (success|failure).*", lines[0])
+    assert lines[1].startswith("  dice:    ")
+    # Five dice, two of them shown in parentheses as not kept.
+    assert len(re.findall(r"d10:[\d+=]+", lines[1])) == 5
+    assert len(re.findall(r"\(d10:", lines[1])) == 2
+    assert lines[2].startswith("  formula: 5k3: ")
+    total = int(lines[3].removeprefix("  total:   "))
+    assert total == sum(int(v) for v in lines[2].removeprefix("  formula: 5k3: ").split(" + "))
+
+
+def test_json_output_is_the_result() -> None:
+    done = run("honors_edge.skill", "attribute=2", "skill=1", "tn=15", "assist_ranks=[2]", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["system"] == "honors_edge.skill"
+    assert (result["rolled"], result["kept"]) == (3, 2)
+    assert len(result["dice"]) == 3
+    for d in result["dice"]:
+        assert {"faces", "value", "kept", "chain", "exploded"} <= set(d)
+    kept = sum(d["value"] for d in result["dice"] if d["kept"])
+    assert result["total"] == kept + 2
+    assert isinstance(result["formula"], str)
+    assert isinstance(result["text"], str)
+    assert result["success"] is (result["total"] >= 15)
+
+
+def test_json_valued_arguments() -> None:
+    done = run(
+        "drawsteel.ability",
+        'characteristics={"M": 2, "A": 1}',
+        'roll_with=["M", "A"]',
+        'tiers=["2 damage", "5 + M damage; push 1", "7 + M or A fire damage"]',
+        'targets=[{"name": "goblin", "edges": 1}, {"name": "ogre"}]',
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["system"] == "drawsteel.ability"
+    assert [t["name"] for t in result["targets"]] == ["goblin", "ogre"]
+
+
+def test_effects_and_requirements_are_shown() -> None:
+    done = run("daggerheart.attack", "modifier=3", "experience=2", "spend_fear=true")
+    assert done.returncode == 0, done.stderr
+    assert "  spends:  1 fear" in done.stdout.splitlines()
+    assert "  effect:  fear -1" in done.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["honors_edge.roll", "pool=5k"], "bad_value"),
+        (["honors_edge.roll", "pool=5k3", "tn=true"], "bad_type"),
+        (["honors_edge.roll", "pool=5k3", "colour=red"], "unknown_argument"),
+        (["honors_edge.roll"], "missing_argument"),
+        (["no.such.system"], "unknown_system"),
+        (["honors_edge.roll", "pool5k3"], "bad_intent"),
+        (["honors_edge.roll", "system=dice", "pool=5k3"], "bad_intent"),
+        (["honors_edge.roll", "pool=5k3", "pool=4k2"], "bad_intent"),
+    ],
+)
+def test_a_bad_argument_prints_one_error_line_and_exits_2(args: list[str], code: str) -> None:
+    done = run(*args)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert re.fullmatch(rf"error \[{code}\]: [A-Za-z'].*[.!]", lines[0]), lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_list_shows_every_system_with_its_description() -> None:
+    done = run("list")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(rules.systems())
+    for line, (name, description) in zip(lines, rules.systems().items(), strict=True):
+        assert line.split()[0] == name
+        assert line.endswith(description)
+    listed = json.loads(run("list", "--json").stdout)
+    assert listed == rules.systems()
+
+
+def test_a_value_that_is_not_json_is_a_string() -> None:
+    done = run("nexus.test", "attribute_die=d12+1", "difficulty=hard", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["tn"] == 10
+    assert result["dice"][0]["faces"] == 12
