@@ -1,0 +1,135 @@
+"""Dice throughput: tablerelay's rules core against avrae's ``d20`` library, measured in the same run.
+
+Run: ``.venv/bin/python -m bench.dice`` (needs the ``bench`` extra for ``d20``). For each formula it rolls
+ours (``rules.dice.evaluate`` with ``SecureDice``: total, terms and the one-line text) and d20's
+``d20.roll`` (total, tree and its result string) in alternating timed batches, and prints the median
+rolls per second of each, their ratio, and the median ratio. System intents (``rules.resolve``) are
+measured against d20 rolling the same dice. Alternating batches and medians keep a busy machine's noise
+out of the ratio; the absolute rates move with the machine, the ratio much less.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import d20
+
+import rules
+from rules.dice import evaluate
+from rules.rng import SecureDice
+
+#: (our formula, d20's spelling of the same roll)
+FORMULAS = [
+    ("1d20+5", "1d20+5"),
+    ("4d6kh3", "4d6kh3"),
+    ("8d6", "8d6"),
+    ("2d20kh1+7", "2d20kh1+7"),
+    ("10d10x", "10d10e10"),
+    ("3d6+2d8+1d4+5", "3d6+2d8+1d4+5"),
+    ("100d6", "100d6"),
+]
+
+#: (system intent, d20's formula for the same dice)
+INTENTS: list[tuple[dict[str, Any], str]] = [
+    ({"system": "drawsteel.power", "characteristic": 2}, "2d10+2"),
+    ({"system": "daggerheart.duality", "modifier": 2}, "1d12+1d12+2"),
+    ({"system": "honors_edge.roll", "pool": "5k3"}, "5d10e10kh3"),
+    ({"system": "nexus.test", "attribute_die": "d8", "skill_rank": 2}, "1d8+1d6+2"),
+]
+
+BATCH_SECONDS = 0.08
+ROUNDS = 7
+
+
+def _rate(fn: Callable[[], object]) -> float:
+    """Calls per second of ``fn`` over one batch of about ``BATCH_SECONDS``."""
+    n = 0
+    start = time.perf_counter()
+    deadline = start + BATCH_SECONDS
+    while True:
+        for _ in range(50):
+            fn()
+        n += 50
+        now = time.perf_counter()
+        if now >= deadline:
+            return n / (now - start)
+
+
+def compare(ours: Callable[[], object], theirs: Callable[[], object]) -> tuple[float, float]:
+    """Median rates of ``ours`` and ``theirs`` over alternating batches."""
+    a, b = [], []
+    for _ in range(ROUNDS):
+        a.append(_rate(ours))
+        b.append(_rate(theirs))
+    return statistics.median(a), statistics.median(b)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, d20 {d20_version()}"
+
+
+def d20_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("d20")
+    except Exception:  # pragma: no cover - only for the banner
+        return "?"
+
+
+def main() -> int:
+    rng = SecureDice()
+    print(f"dice benchmark on {machine()}")
+    print(f"{'formula':<44} {'ours/s':>10} {'d20/s':>10} {'ratio':>7}")
+    ratios = []
+    for ours_formula, their_formula in FORMULAS:
+        mine, theirs = compare(
+            lambda f=ours_formula: evaluate(f, rng),  # type: ignore[misc]
+            lambda g=their_formula: d20.roll(g),  # type: ignore[misc]
+        )
+        ratios.append(mine / theirs)
+        label = ours_formula if ours_formula == their_formula else f"{ours_formula} (d20: {their_formula})"
+        print(f"{label:<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
+    formula_median = statistics.median(ratios)
+    print(f"median ratio over formulas: {formula_median:.2f}x")
+    known = rules.systems()
+    intent_ratios = []
+    for intent, their_formula in INTENTS:
+        if intent["system"] not in known:
+            print(f"{intent['system']:<44} (not available)")
+            continue
+        mine, theirs = compare(
+            lambda i=intent: rules.resolve(i, rng=rng),  # type: ignore[misc]
+            lambda g=their_formula: d20.roll(g),  # type: ignore[misc]
+        )
+        intent_ratios.append(mine / theirs)
+        label = f"{intent['system']} (d20: {their_formula})"
+        print(f"{label:<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
+    # The dice system end to end: resolve() builds the full result (dice list included).
+    mine, theirs = compare(
+        lambda: rules.resolve({"system": "dice", "formula": "4d6kh3"}, rng=rng),
+        lambda: d20.roll("4d6kh3"),
+    )
+    print(f"{'resolve dice 4d6kh3 (full result)':<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
+    if intent_ratios:
+        print(f"median ratio over system intents: {statistics.median(intent_ratios):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
