@@ -21,7 +21,7 @@ from typing import Any
 from rules.dice.terms import DieResult, DieTerm, Number, PoolTerm, Term
 from rules.errors import RulesError
 from rules.render.modifiers import Dialect, foundry_text, parse
-from rules.render.plan import plan, terms_total
+from rules.render.plan import is_unary, plan, terms_total
 from rules.render.text import to_text
 
 JSON = dict[str, Any]
@@ -90,11 +90,16 @@ def js_number(value: Number) -> str:
 
 def _roll(terms: Sequence[Term], total: Number, dialect: Dialect) -> JSON:
     rendered = [_term(t, dialect) for t in terms]
+    # A sign is written against its operand ("1d6 * -2"), as Foundry's parser reads it.
+    formulas = [
+        f.strip() if t["type"] == "operator" and is_unary(terms, i) else f
+        for i, (t, (_, f)) in enumerate(zip(terms, rendered, strict=True))
+    ]
     return {
         "class": "Roll",
         "options": {},
         "dice": [],
-        "formula": "".join(formula for _, formula in rendered),
+        "formula": "".join(formulas),
         "terms": [data for data, _ in rendered],
         "total": total,
         "evaluated": True,

@@ -84,27 +84,36 @@ def _int_mod(left: int, right: int) -> int:
 
 
 def terms_total(terms: Sequence[Term]) -> Number:
-    """The value of a flat term list with the usual precedence (* / % before + -)."""
+    """The value of a flat term list: * / % before + -, and a sign with no left operand is unary."""
     total: Number = 0
     sign = 1
+    unary = 1
     product: Number | None = None
     mul_op = "*"
+    expect_operand = True
     for term in terms:
         if term["type"] == "operator":
             op = term["op"]
-            if op in "+-":
-                if product is not None:
-                    total += sign * product
-                    product, sign = None, 1
-                sign *= -1 if op == "-" else 1
+            if expect_operand:
+                unary *= -1 if op == "-" else 1
+            elif op in "+-":
+                total += sign * (product or 0)
+                product, sign = None, -1 if op == "-" else 1
             else:
                 mul_op = op
+            expect_operand = True
             continue
-        value = term_value(term)
+        value = unary * term_value(term)
+        unary, expect_operand = 1, False
         product = value if product is None else apply(mul_op, product, value)
     if product is not None:
         total += sign * product
     return total
+
+
+def is_unary(terms: Sequence[Term], index: int) -> bool:
+    """Whether the operator at ``index`` is a sign (nothing to its left, or another operator)."""
+    return index == 0 or terms[index - 1]["type"] == "operator"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 from rules.dice.terms import DieResult, DieTerm, Number, Term
 from rules.render.foundry import js_number
 from rules.render.modifiers import Dialect, Mod, counts_successes, parse, roll20_mods, roll20_text
-from rules.render.plan import plan
+from rules.render.plan import is_unary, plan
 from rules.render.text import to_text
 
 JSON = dict[str, Any]
@@ -177,7 +177,7 @@ def _constant(value: Number) -> str:
 def _expression(terms: Sequence[Term], dialect: Dialect) -> str:
     """The roll in Roll20 notation, for people to read (it is escaped, never rolled)."""
     out: list[str] = []
-    for term in terms:
+    for i, term in enumerate(terms):
         flavor = term.get("flavor")
         suffix = f"[{flavor}]" if isinstance(flavor, str) and flavor else ""
         if term["type"] == "die":
@@ -187,7 +187,7 @@ def _expression(terms: Sequence[Term], dialect: Dialect) -> str:
         elif term["type"] == "number":
             out.append(js_number(term["value"]) + suffix)
         elif term["type"] == "operator":
-            out.append(f" {term['op']} ")
+            out.append(term["op"] if is_unary(terms, i) else f" {term['op']} ")
         elif term["type"] == "paren":
             out.append(f"({_expression(term['terms'], dialect)}){suffix}")
         elif term["type"] == "function":

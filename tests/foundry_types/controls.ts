@@ -1,0 +1,28 @@
+/**
+ * Negative controls: data the checker must refuse. Each line carries `@ts-expect-error`, so if the types
+ * ever stop catching the mistake, tsc reports the directive as unused and the test fails.
+ */
+import type { MessageData, RollJSON, TermJSON } from "./roll-json";
+
+const die: TermJSON = {
+  class: "Die", options: {}, evaluated: true, number: 1, faces: 20, modifiers: [], results: [{ result: 7, active: true }],
+};
+
+export const controls: unknown[] = [
+  // @ts-expect-error a face must be a number
+  { ...die, results: [{ result: "7", active: true }] } satisfies TermJSON,
+  // @ts-expect-error a misspelt result flag is not a result flag
+  { ...die, results: [{ result: 7, active: true, droped: true }] } satisfies TermJSON,
+  // @ts-expect-error "**" is no Foundry operator
+  { class: "OperatorTerm", options: {}, evaluated: true, operator: "**" } satisfies TermJSON,
+  // @ts-expect-error a term needs its class
+  { options: {}, evaluated: true, number: 3 } satisfies TermJSON,
+  // @ts-expect-error a roll needs its formula
+  { class: "Roll", options: {}, dice: [], terms: [die], total: 7, evaluated: true } satisfies RollJSON,
+  // @ts-expect-error a ChatMessage stores its rolls as JSON strings, not objects
+  { rolls: [{ class: "Roll" }] } satisfies MessageData,
+  // @ts-expect-error whisper holds user ids, which are strings
+  { whisper: [42] } satisfies MessageData,
+  // @ts-expect-error blind is a boolean
+  { blind: "yes" } satisfies MessageData,
+];

@@ -1,0 +1,81 @@
+/**
+ * The JSON that Foundry VTT's `Roll#toJSON` writes (v12/v13) and `Roll.fromData` reads, assembled from
+ * foundry-vtt-types' own definitions of each part.
+ *
+ * Why assembled: the package types `Roll#toJSON()` as holding class instances (`DiceTerm[]`, `RollTerm[]`)
+ * and `Roll.Data` as the pre-v10 shape (a `results` array, terms without `class`), so neither describes the
+ * plain JSON. Every field type below is the package's type for that part (a term's `options`, a die's
+ * `results`, an operator's symbol, a roll's `options`, …); what is ours is only the nesting (where a term holds
+ * a `Roll`, its JSON holds that roll's JSON, as `toJSON` writes it) and that the fields `toJSON` always writes
+ * are required. One deliberate widening: `PoolTerm.TermData["modifiers"]` lists bare modifier names (`"kh"`),
+ * but Foundry stores them as written (`"kh2"`), so pool modifiers are strings like a die's.
+ */
+
+type Terms = typeof foundry.dice.terms;
+type RollTerm = Terms["RollTerm"];
+type DiceTermNS = foundry.dice.terms.DiceTerm.TermData;
+
+/** What every serialised term has: its class name, its options (flavor) and whether it was evaluated. */
+type TermCommon<Class extends string> = {
+  class: Class;
+  options: foundry.dice.terms.RollTerm.Data["options"];
+  evaluated: foundry.dice.terms.RollTerm.Data["evaluated"];
+};
+
+export type DieResultJSON = foundry.dice.terms.DiceTerm.Result;
+
+export type DiceTermJSON = TermCommon<"Die" | "FateDie" | "Coin"> &
+  Required<Pick<DiceTermNS, "number" | "faces" | "modifiers">> & {
+    results: DieResultJSON[];
+    method?: DiceTermNS["method"];
+  };
+
+export type NumericTermJSON = TermCommon<"NumericTerm"> &
+  Required<Pick<foundry.dice.terms.NumericTerm.TermData, "number">>;
+
+export type OperatorTermJSON = TermCommon<"OperatorTerm"> & {
+  operator: keyof Terms["OperatorTerm"]["PRECEDENCE"];
+};
+
+export type ParentheticalTermJSON = TermCommon<"ParentheticalTerm"> & {
+  term: NonNullable<foundry.dice.terms.ParentheticalTerm.TermData["term"]>;
+  roll: RollJSON;
+};
+
+export type FunctionTermJSON = TermCommon<"FunctionTerm"> & {
+  fn: foundry.dice.terms.FunctionTerm.Data["fn"];
+  terms: NonNullable<foundry.dice.terms.FunctionTerm.TermData["terms"]>;
+  rolls: RollJSON[];
+  result: NonNullable<foundry.dice.terms.FunctionTerm.TermData["result"]>;
+};
+
+export type PoolTermJSON = TermCommon<"PoolTerm"> & {
+  terms: foundry.dice.terms.PoolTerm.TermData["terms"];
+  modifiers: DiceTermNS["modifiers"];
+  rolls: RollJSON[];
+  results: foundry.dice.terms.PoolTerm.TermData["results"];
+};
+
+export type TermJSON =
+  | DiceTermJSON
+  | NumericTermJSON
+  | OperatorTermJSON
+  | ParentheticalTermJSON
+  | FunctionTermJSON
+  | PoolTermJSON;
+
+type RollToJSON = ReturnType<Roll["toJSON"]>;
+
+/** `Roll#toJSON()` with its terms and inner dice as JSON, and an evaluated (numeric) total. */
+export type RollJSON = Omit<RollToJSON, "dice" | "terms" | "total" | "class"> & {
+  class: "Roll";
+  dice: DiceTermJSON[];
+  terms: TermJSON[];
+  total: NonNullable<RollToJSON["total"]>;
+};
+
+/** ChatMessage creation data, exactly as the package types it. */
+export type MessageData = ChatMessage.CreateData;
+
+// Keep the unused aliases honest: they must name real members of the package.
+export type _Checked = [RollTerm, Terms["Die"], Terms["FateDie"], Terms["Coin"], Terms["PoolTerm"]];
