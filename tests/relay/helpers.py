@@ -1,0 +1,128 @@
+"""A sans-I/O table for room tests: a Room, an in-memory log that commits when told, what each session got."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgpack
+
+import rules
+from relay import protocol
+from relay.auth import Claims
+from relay.config import Limits
+from relay.fanout import Renderer
+from relay.log.base import RoomInfo
+from relay.room import Append, Broadcast, Pending, Room, Send, Session
+from relay.state import RoomState, fold
+from rules.rng import Scripted
+
+INFO = RoomInfo(id="room1", name="Test", epoch="epoch1", created=0, fear_max=12, hope_max=6)
+
+
+def scripted(*faces: int) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A resolver that rolls the given faces, in order, across all rolls."""
+    dice = Scripted(faces)
+    return lambda intent: rules.resolve(intent, rng=dice)
+
+
+def fixed(result: dict[str, Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A resolver that returns a copy of ``result`` whatever the intent (for resource rules)."""
+    return lambda intent: {**result, "system": intent["system"]}
+
+
+def frame(data: dict[str, Any], limits: Limits | None = None) -> protocol.Frame:
+    """A client frame through the real decoder and validator."""
+    return protocol.parse(msgpack.packb(data, use_bin_type=True), limits or Limits())
+
+
+class Table:
+    def __init__(
+        self,
+        resolve: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+        *,
+        limits: Limits | None = None,
+        info: RoomInfo = INFO,
+        stored: list[dict[str, Any]] | None = None,
+        auto_commit: bool = True,
+    ) -> None:
+        counter = itertools.count(1)
+        nonces = itertools.count(1)
+        self.room = Room(
+            info,
+            fold(stored or []),
+            limits or Limits(),
+            resolve=resolve or scripted(*([5, 6] * 50)),
+            clock=lambda: 1_700_000_000_000,
+            make_id=lambda: f"p{next(counter)}",
+            nonce=lambda: bytes([next(nonces) % 256]) * 32,
+        )
+        self.stored: list[dict[str, Any]] = list(stored or [])
+        self.queue: list[Pending] = []
+        self.got: dict[Session, list[dict[str, Any]]] = defaultdict(list)
+        self.sessions: list[Session] = []
+        self.auto_commit = auto_commit
+
+    # -- people ------------------------------------------------------------------------------------------
+    def join(self, role: str, *, sub: str | None = None, name: str | None = None) -> Session:
+        session, join = self.room.admit(Claims(INFO.id, role, sub, name, None), name, frozenset())
+        self.sessions.append(session)
+        if join is not None:
+            self.queue.append(join)
+            if self.auto_commit:
+                self.commit()
+        return session
+
+    def leave(self, session: Session) -> None:
+        self.sessions.remove(session)
+        leave = self.room.disconnect(session)
+        if leave is not None:
+            self.queue.append(leave)
+            if self.auto_commit:
+                self.commit()
+
+    # -- frames ------------------------------------------------------------------------------------------
+    def send(self, session: Session, data: dict[str, Any]) -> list[dict[str, Any]]:
+        """Send a frame; returns the frames ``session`` got because of it (after commit when auto)."""
+        before = len(self.got[session])
+        self.execute(self.room.handle(session, frame(data, self.room.limits)))
+        if self.auto_commit:
+            self.commit()
+        return self.got[session][before:]
+
+    def execute(self, actions: list[Any]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self.got[action.session].append(action.frame)
+            elif isinstance(action, Append):
+                self.queue.append(action.pending)
+            elif isinstance(action, Broadcast):
+                for s in self.sessions:
+                    self.got[s].append(Renderer(action.record, self.room.committed).frame(s))
+
+    def commit(self) -> None:
+        """The log: store queued appends in order, refusing any whose expected seq is stale."""
+        while self.queue:
+            pending = self.queue.pop(0)
+            if pending.expected != len(self.stored):
+                self.execute(self.room.failed_append(pending, conflict=True))
+                continue
+            self.stored.extend(pending.records)
+            self.execute(self.room.committed_append(pending))
+
+    def fail_next(self) -> None:
+        """The log could not store the next queued append (say, the disk is full)."""
+        pending = self.queue.pop(0)
+        self.execute(self.room.failed_append(pending, conflict=False))
+
+    # -- looking ---------------------------------------------------------------------------------------
+    def events(self, session: Session) -> list[dict[str, Any]]:
+        return [f for f in self.got[session] if f["t"] == "event"]
+
+    def replies(self, session: Session) -> list[dict[str, Any]]:
+        return [f for f in self.got[session] if f["t"] != "event"]
+
+    def refold(self) -> RoomState:
+        return fold(self.stored)

@@ -1,0 +1,170 @@
+"""The SQLite event log on real files: dense seqs, expected-seq conflicts, batching, reopening."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relay.log.base import Conflict, RoomLimitReached
+from relay.log.sqlite import SqliteLog
+from relay.state import fold
+
+
+def ev(seq: int, kind: str = "join", who: str = "p1") -> dict[str, Any]:
+    member = {"id": who, "name": who.upper(), "role": "player"}
+    return {
+        "seq": seq,
+        "epoch": "e",
+        "ts": seq,
+        "kind": kind,
+        "actor": member,
+        "visibility": "public",
+        "member": member,
+    }
+
+
+async def make(tmp_path: Path, **kw: Any) -> SqliteLog:
+    return SqliteLog(tmp_path / "data" / "tablerelay.sqlite3", **kw)
+
+
+async def test_rooms_are_created_listed_and_found(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    try:
+        a = await log.create_room("Alpha", fear_max=12, hope_max=6, max_rooms=2)
+        b = await log.create_room("Beta", fear_max=5, hope_max=3, max_rooms=2)
+        assert a.id != b.id
+        assert a.epoch != b.epoch
+        assert len(a.epoch) == 16
+        assert await log.get_room(b.id) == b
+        assert b.fear_max == 5
+        assert await log.get_room("nope") is None
+        assert {r.id for r in await log.list_rooms()} == {a.id, b.id}
+        with pytest.raises(RoomLimitReached):
+            await log.create_room("Gamma", fear_max=12, hope_max=6, max_rooms=2)
+    finally:
+        await log.close()
+
+
+async def test_appends_are_dense_and_checked(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    try:
+        room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+        assert await log.append(room, [ev(1), ev(2, "leave")], 0) == 2
+        assert await log.append(room, [ev(3)], 2) == 3
+        with pytest.raises(Conflict) as stale:
+            await log.append(room, [ev(3)], 2)
+        assert (stale.value.expected, stale.value.actual) == (2, 3)
+        with pytest.raises(Conflict):
+            await log.append(room, [ev(5)], 4)  # ahead of the log: no gaps either
+        got = await log.read(room, 0, 100)
+        assert [r["seq"] for r in got] == [1, 2, 3]
+        assert got[0] == ev(1), "records round-trip exactly"
+        assert [r["seq"] for r in await log.read(room, 1, 1)] == [2]
+        state = await log.state(room)
+        assert state.seq == 3
+        assert set(state.members) == {"p1"}
+    finally:
+        await log.close()
+
+
+async def test_racing_writers_for_the_same_seq_exactly_one_wins(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    try:
+        room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+        futures = [log.append(room, [ev(1, who=f"p{i}")], 0) for i in range(20)]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        assert sum(1 for r in results if r == 1) == 1
+        assert sum(1 for r in results if isinstance(r, Conflict)) == 19
+        assert len(await log.read(room, 0, 100)) == 1
+    finally:
+        await log.close()
+
+
+async def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    try:
+        rooms = [(await log.create_room(f"R{i}", fear_max=12, hope_max=6, max_rooms=10)).id for i in range(4)]
+        per_room = 250
+        futures: list[asyncio.Future[int]] = []
+        # Pipelined like the server does it: each append names the seq before it, without waiting.
+        for seq in range(1, per_room + 1):
+            for room in rooms:
+                futures.append(log.append(room, [ev(seq)], seq - 1))
+        order: list[int] = []
+        for i, f in enumerate(futures):
+            f.add_done_callback(lambda _f, i=i: order.append(i))
+        results = await asyncio.gather(*futures)
+        assert results == [seq for seq in range(1, per_room + 1) for _ in rooms]
+        assert order == list(range(len(futures))), "futures complete in the order the appends were made"
+        assert log.stats.appends == per_room * len(rooms)
+        assert log.stats.transactions < log.stats.appends / 4, "appends were batched into shared commits"
+        for room in rooms:
+            assert [r["seq"] for r in await log.read(room, 0, 10_000)] == list(range(1, per_room + 1))
+    finally:
+        await log.close()
+
+
+async def test_an_append_is_committed_when_acknowledged(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    try:
+        room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+        await log.append(room, [ev(1)], 0)
+        # Another connection (as another process would) sees it at once.
+        other = sqlite3.connect(log.path)
+        try:
+            assert other.execute("SELECT COUNT(*) FROM events WHERE room = ?", (room,)).fetchone() == (1,)
+            assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        finally:
+            other.close()
+    finally:
+        await log.close()
+
+
+async def test_reopening_rebuilds_the_state(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+    records = [ev(1, who="a"), ev(2, who="b"), ev(3, "leave", who="a")]
+    await log.append(room, records, 0)
+    await log.close()
+    with pytest.raises(RuntimeError):
+        log.append(room, [ev(4)], 3)
+    again = await make(tmp_path)
+    try:
+        info = await again.get_room(room)
+        assert info is not None
+        assert info.name == "R"
+        state = await again.state(room)
+        assert state == fold(records)
+        assert set(state.members) == {"b"}
+        assert set(state.participants) == {"a", "b"}
+        assert await again.append(room, [ev(4, who="c")], 3) == 4
+    finally:
+        await again.close()
+
+
+async def test_close_finishes_queued_appends(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+    futures = [log.append(room, [ev(seq)], seq - 1) for seq in range(1, 101)]
+    await log.close()
+    assert [f.result() for f in futures] == list(range(1, 101))
+    again = await make(tmp_path)
+    try:
+        assert (await again.state(room)).seq == 100
+    finally:
+        await again.close()
+
+
+async def test_full_synchronous_mode_is_accepted(tmp_path: Path) -> None:
+    log = await make(tmp_path, synchronous="full")
+    try:
+        room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+        assert await log.append(room, [ev(1)], 0) == 1
+    finally:
+        await log.close()
+    with pytest.raises(ValueError):
+        await make(tmp_path, synchronous="sometimes")
