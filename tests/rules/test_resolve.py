@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -190,3 +193,54 @@ def test_systems_lists_every_system_of_the_spec_with_a_description() -> None:
 
 def test_package_exports() -> None:
     assert set(rules.__all__) >= {"resolve", "systems", "RulesError", "CODES"}
+
+
+# --- the examples in docs/rules.md are real -----------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+
+#: The dice each example in docs/rules.md's "Examples" section says it rolled.
+DOC_DICE: dict[str, list[int]] = {
+    "drawsteel.power": [7, 8],
+    "drawsteel.ability": [9, 8],
+    "daggerheart.duality": [9, 5],
+    "daggerheart.attack": [10],
+    "honors_edge.roll": [3, 10, 4, 7, 2, 9, 5],
+    "honors_edge.skill": [7, 2, 6],
+    "honors_edge.damage": [3, 9, 10, 2, 4, 1],
+    "nexus.test": [6, 3, 5],
+    "nexus.check": [2],
+    "dice": [3, 5, 1, 6],
+}
+
+
+def doc_examples() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    section = DOC.read_text(encoding="utf-8").split("### Examples", 1)[1].split("\n## ", 1)[0]
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)]
+    return list(zip(blocks[0::2], blocks[1::2], strict=True))
+
+
+def contains(whole: Any, part: Any) -> bool:
+    """``part`` is ``whole`` abridged: maps may leave keys out, lists may end with "…"."""
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and contains(whole[k], v) for k, v in part.items())
+    if isinstance(part, list):
+        if part and part[-1] == "…":
+            part = part[:-1]
+            whole = whole[: len(part)] if isinstance(whole, list) else whole
+        return isinstance(whole, list) and len(whole) == len(part) and all(map(contains, whole, part))
+    return bool(whole == part)
+
+
+def test_the_docs_show_one_example_per_system() -> None:
+    assert [intent["system"] for intent, _ in doc_examples()] == list(DOC_DICE)
+
+
+@pytest.mark.parametrize(("intent", "shown"), doc_examples(), ids=lambda v: v.get("system", "result"))
+def test_the_examples_in_the_docs_are_what_resolve_returns(
+    intent: dict[str, Any], shown: dict[str, Any]
+) -> None:
+    dice = Scripted(DOC_DICE[intent["system"]])
+    result = resolve(intent, rng=dice)
+    assert dice.remaining == 0
+    assert contains(result, shown), result
