@@ -173,7 +173,7 @@ async def test_bad_tokens_close_with_4001(server: Server, room: Room, table: tup
         "garbage": "not-a-token",
         "empty": "",
         "a number": 12345,
-        "forged with another secret": jwt.encode(claims, "another secret " + secrets.token_hex(8), "HS256"),
+        "forged with another secret": jwt.encode(claims, "another secret, 32 bytes or more: " + secrets.token_hex(8), "HS256"),
         "unsigned (alg none)": jwt.encode(claims, None, "none"),
         "with an unknown role": jwt.encode({**claims, "role": "god"}, secret, "HS256"),
         "for a room this server does not have": jwt.encode(
