@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.dice.arith import Number
+from rules.dice.arith import Number, norm
 from rules.dice.common import Result, compare, keep_or_drop, kept_after
 from rules.dice.limits import MAX_CHAIN
 from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, chain_limit
@@ -281,6 +281,7 @@ def roll_pool(ctx: Ctx, node: GroupNode, out: Out) -> Number:
         else:
             for entry in ctx.dice[start:end]:
                 entry["kept"] = False
+    total = norm(total)
     term: dict[str, Any] = {
         "type": "pool",
         "rolls": rolls,

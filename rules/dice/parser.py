@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import NoReturn
 
 from rules.dice import foundry, roll20
-from rules.dice.arith import FUNCTIONS, Number
+from rules.dice.arith import FUNCTIONS, Number, norm
 from rules.dice.fast import plan
 from rules.dice.limits import MAX_DEPTH, MAX_DICE, MAX_FACES, MAX_FORMULA_LENGTH, MAX_NUMBER, limit
 from rules.dice.nodes import (
@@ -232,7 +232,7 @@ class _Parser:
                 self.pos += 1
             if self.pos - start > 24:
                 limit("a number may be written with at most 24 characters")
-            return float(self.low[start : self.pos])
+            return norm(float(self.low[start : self.pos]))
         if whole is None:
             self.fail("a number", start)
         return whole

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.dice.arith import Number
+from rules.dice.arith import Number, norm
 from rules.dice.common import Result, compare, keep_or_drop, kept_after
 from rules.dice.foundry import dice_entries
 from rules.dice.limits import MAX_CHAIN
@@ -244,6 +244,7 @@ def roll_group(ctx: Ctx, node: GroupNode, out: Out) -> Number:
 
 
 def _emit(node: GroupNode, out: Out, rolls: list[Any], results: list[Result], total: Number) -> Number:
+    total = norm(total)
     term: dict[str, Any] = {
         "type": "pool",
         "rolls": rolls,
@@ -286,7 +287,7 @@ def _roll_single(ctx: Ctx, node: GroupNode, out: Out) -> Number:
         sign = 1
     members = [(r, e, t) for r, e, t in tracked if r["active"]]
     results: list[Result] = [
-        {"result": signs[id(t)] * value_of(r) + offset, "active": True} for r, e, t in members
+        {"result": norm(signs[id(t)] * value_of(r) + offset), "active": True} for r, e, t in members
     ]
     for keep, highest, count in spec.keeps:
         keep_or_drop(results, count, keep=keep, highest=highest)
@@ -312,5 +313,5 @@ def _roll_single(ctx: Ctx, node: GroupNode, out: Out) -> Number:
     for term in terms:
         if term["type"] == "die":
             sub_total += signs[id(term)] * term["total"]
-    rolls = [{"terms": terms, "total": sub_total, "formula": sub.text}]
+    rolls = [{"terms": terms, "total": norm(sub_total), "formula": sub.text}]
     return _emit(node, out, rolls, results, total)
