@@ -173,7 +173,9 @@ async def test_bad_tokens_close_with_4001(server: Server, room: Room, table: tup
         "garbage": "not-a-token",
         "empty": "",
         "a number": 12345,
-        "forged with another secret": jwt.encode(claims, "another secret, 32 bytes or more: " + secrets.token_hex(8), "HS256"),
+        "forged with another secret": jwt.encode(
+            claims, "another secret, 32 bytes or more: " + secrets.token_hex(8), "HS256"
+        ),
         "unsigned (alg none)": jwt.encode(claims, None, "none"),
         "with an unknown role": jwt.encode({**claims, "role": "god"}, secret, "HS256"),
         "for a room this server does not have": jwt.encode(
@@ -219,6 +221,14 @@ async def test_a_token_for_another_room_stays_out_of_this_one(
     assert visitor.welcome["room"]["id"] == other.id
     assert visitor.welcome["room"]["name"] == "Elsewhere"
     await visitor.roll(POWER, "public", "in the other room")
+    # A client that names the room it means to join (the server's optional ?room= check) is refused when
+    # its token is for another room.
+    with pytest.raises(Refused) as refused:
+        await Client.join(f"{server.url}?room={room.id}", other.player, "wrong-room")
+    assert refused.value.code == 4001
+    assert refused.value.reason
+    right = await clients.join(f"{server.url}?room={other.id}", other.player, "right-room")
+    assert right.welcome["room"]["id"] == other.id
     await assert_room_untouched(server, watcher, mark)
 
 

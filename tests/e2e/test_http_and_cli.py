@@ -24,12 +24,16 @@ async def test_watch_page_is_served(server: Server) -> None:
     assert "<html" in body.lower()
 
 
-def metric_lines(text: str, name_part: str) -> list[str]:
-    return [
-        line
-        for line in text.splitlines()
-        if line and not line.startswith("#") and name_part in line.split("{")[0]
-    ]
+def metric_lines(text: str, name_part: str, suffix: str = "") -> list[str]:
+    """Sample lines whose metric name contains ``name_part`` (and ends with ``suffix``)."""
+    lines = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{")[0].split(" ")[0]
+        if name_part in name and name.endswith(suffix):
+            lines.append(line)
+    return lines
 
 
 async def test_metrics_count_connections_events_rolls_and_errors(
@@ -44,10 +48,10 @@ async def test_metrics_count_connections_events_rolls_and_errors(
     assert ctype.startswith("text/plain"), ctype
     assert metric_lines(text, "connection"), "no connections metric:\n" + text
     assert metric_lines(text, "event"), "no events metric:\n" + text
-    rolls = [line for line in metric_lines(text, "roll") if 'system="drawsteel.power"' in line]
+    rolls = [line for line in metric_lines(text, "roll", "_total") if 'system="drawsteel.power"' in line]
     assert rolls, "no rolls-by-system metric:\n" + text
     assert any(float(line.rsplit(" ", 1)[1]) >= 1 for line in rolls), rolls
-    errors = [line for line in metric_lines(text, "error") if 'code="bad_frame"' in line]
+    errors = [line for line in metric_lines(text, "error", "_total") if 'code="bad_frame"' in line]
     assert errors, "no errors-by-code metric:\n" + text
     assert any(float(line.rsplit(" ", 1)[1]) >= 1 for line in errors), errors
 
