@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -149,9 +150,25 @@ def _modifiers(modifiers: list[str], dialect: Dialect) -> list[str]:
     return [text for mod in parse(modifiers, dialect) if (text := foundry_text(mod, dialect))]
 
 
+_MARGIN = re.compile(r"ms(<=|>=|<|>|=)?(\d+)")
+
+
+def _margin_options(modifiers: list[str]) -> JSON:
+    """Foundry's ``ms`` modifier keeps its target in the term's options, where ``Die#total`` reads it."""
+    for modifier in modifiers:
+        match = _MARGIN.fullmatch(modifier)
+        if match:
+            key = "marginFailure" if match[1] in ("<", "<=") else "marginSuccess"
+            return {key: int(match[2])}
+    return {}
+
+
 def _die(term: DieTerm, dialect: Dialect, base: JSON, suffix: str) -> tuple[JSON, str]:
     kind = term.get("kind", "standard")
     modifiers = _modifiers(term["modifiers"], dialect)
+    margin = _margin_options(modifiers)
+    if margin:
+        base = {**base, "options": {**base["options"], **margin}}
     denomination = {"fate": "f", "coin": "c"}.get(kind, str(term["faces"]))
     data = {
         "class": _DIE_CLASSES.get(kind, "Die"),

@@ -71,19 +71,33 @@ def _success(terms: Sequence[Term], dialect: Dialect) -> bool:
     return False
 
 
-def _value(result: DieResult) -> Number:
-    # Roll20 shows a penetrating die already reduced by one.
-    return result["result"] - 1 if result.get("penetrated") else result["result"]
+def _value(result: DieResult, success: bool = False) -> Number:
+    """What Roll20 shows for a die: its face, or what it counts as where Foundry counts it otherwise
+    (``min``/``max``); a penetrating die already reduced by one."""
+    if result.get("penetrated"):
+        return result["result"] - 1
+    if not success and "count" in result:
+        return result["count"]
+    return result["result"]
 
 
-def _results(results: Sequence[DieResult]) -> list[JSON]:
+def _results(results: Sequence[DieResult], success: bool = False) -> list[JSON]:
     out: list[JSON] = []
     for r in results:
-        entry: JSON = {"v": _value(r)}
+        entry: JSON = {"v": _value(r, success)}
         if not r["active"]:
             entry["d"] = True
         out.append(entry)
     return out
+
+
+def _reading(results: Sequence[DieResult], success: bool) -> Number:
+    """The total a reader of the Roll20 entry adds up from its results."""
+    total: Number = 0
+    for r in results:
+        if r["active"]:
+            total += r.get("count", 0) if success else _value(r)
+    return total
 
 
 def _label(term: Mapping[str, Any]) -> list[JSON]:
@@ -95,22 +109,31 @@ def _math(expr: str) -> JSON:
     return {"type": "M", "expr": expr}
 
 
-def _die(term: DieTerm, dialect: Dialect) -> JSON:
+def _die(term: DieTerm, dialect: Dialect) -> list[JSON]:
     kind = term.get("kind", "standard")
-    return {
+    mods = _mods(term, dialect)
+    success = counts_successes(mods)
+    entry: JSON = {
         "type": "R",
         "dice": term["number"],
         "sides": "F" if kind == "fate" else term["faces"],
-        "mods": roll20_mods(_mods(term, dialect), term["faces"]),
-        "results": _results(term["results"]),
+        "mods": roll20_mods(mods, term["faces"]),
+        "results": _results(term["results"], success),
     }
+    # Foundry's margin of success (ms) and negative dice counts have no Roll20 form; the difference is
+    # written as math next to the dice, so the entry still adds up to the term's total.
+    difference = term["total"] - _reading(term["results"], success)
+    if not difference:
+        return [entry]
+    sign = "+" if difference > 0 else "-"
+    return [_math("("), entry, _math(f"{sign}{js_number(abs(difference))})")]
 
 
 def _parts(terms: Sequence[Term], dialect: Dialect) -> list[JSON]:
     parts: list[JSON] = []
     for term in terms:
         if term["type"] == "die":
-            parts += [_die(term, dialect), *_label(term)]
+            parts += [*_die(term, dialect), *_label(term)]
         elif term["type"] == "number":
             parts += [_math(js_number(term["value"])), *_label(term)]
         elif term["type"] == "operator":
@@ -131,7 +154,7 @@ def _parts(terms: Sequence[Term], dialect: Dialect) -> list[JSON]:
                 "rolls": [_parts(sub["terms"], dialect) for sub in term["rolls"]],
                 "mods": roll20_mods(mods, 0),
                 "resultType": "success" if counts_successes(mods) else "sum",
-                "results": _results(term["results"]),
+                "results": _results(term["results"], counts_successes(mods)),
             }
             parts += [group, *_label(term)]
     return _merge_math(parts)

@@ -7,13 +7,20 @@
  * plain JSON. Every field type below is the package's type for that part (a term's `options`, a die's
  * `results`, an operator's symbol, a roll's `options`, …); what is ours is only the nesting (where a term holds
  * a `Roll`, its JSON holds that roll's JSON, as `toJSON` writes it) and that the fields `toJSON` always writes
- * are required. One deliberate widening: `PoolTerm.TermData["modifiers"]` lists bare modifier names (`"kh"`),
- * but Foundry stores them as written (`"kh2"`), so pool modifiers are strings like a die's.
+ * are required. Two deliberate widenings: a die's options may hold the targets of the `ms` modifier (see
+ * `MarginOptions`), and pool modifiers are strings like a die's, because `PoolTerm.TermData["modifiers"]` lists
+ * bare modifier names (`"kh"`) while Foundry stores them as written (`"kh2"`).
  */
 
 type Terms = typeof foundry.dice.terms;
 type RollTerm = Terms["RollTerm"];
 type DiceTermNS = foundry.dice.terms.DiceTerm.TermData;
+
+/**
+ * `Die#marginSuccess` (the `ms` modifier) stores its target in the term's options, where `Die#total` reads
+ * it; the package's `RollTerm.Options` lists only `flavor`, so these two keys are added here.
+ */
+type MarginOptions = { marginSuccess?: number; marginFailure?: number };
 
 /** What every serialised term has: its class name, its options (flavor) and whether it was evaluated. */
 type TermCommon<Class extends string> = {
@@ -24,8 +31,9 @@ type TermCommon<Class extends string> = {
 
 export type DieResultJSON = foundry.dice.terms.DiceTerm.Result;
 
-export type DiceTermJSON = TermCommon<"Die" | "FateDie" | "Coin"> &
+export type DiceTermJSON = Omit<TermCommon<"Die" | "FateDie" | "Coin">, "options"> &
   Required<Pick<DiceTermNS, "number" | "faces" | "modifiers">> & {
+    options: TermCommon<string>["options"] & MarginOptions;
     results: DieResultJSON[];
     method?: DiceTermNS["method"];
   };

@@ -30,6 +30,10 @@ def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         left, right = _eval(node.left), _eval(node.right)
         return math.fmod(left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        args = [_eval(a) for a in node.args]
+        fn = {"min": min, "max": max, "pow": math.pow, **_MATH}[node.func.id]
+        return fn(*args)
     raise AssertionError(f"not arithmetic: {ast.dump(node)}")
 
 
@@ -45,7 +49,12 @@ def term_total(term: dict[str, Any]) -> Any:
     cls = term["class"]
     if cls in ("Die", "FateDie", "Coin"):
         total = _results_total(term["results"])
-        return -total if term["number"] < 0 else total
+        total = -total if term["number"] < 0 else total
+        if term["options"].get("marginSuccess") is not None:
+            return total - term["options"]["marginSuccess"]
+        if term["options"].get("marginFailure") is not None:
+            return term["options"]["marginFailure"] - total
+        return total
     if cls == "NumericTerm":
         return term["number"]
     if cls == "OperatorTerm":

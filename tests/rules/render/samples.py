@@ -102,6 +102,8 @@ FORMULAS: list[tuple[str, str, list[int]]] = [
     ("-1d4 + 2", "foundry", [4]),
     ("7 / 2", "foundry", []),
     ("2d6min3", "foundry", [1, 5]),
+    ("3d6ms>10 + 1", "foundry", [1, 5, 6]),
+    ("2d6ms<=9", "foundry", [3, 4]),
     ("3d6!! + 2", "roll20", [6, 6, 3, 2, 5]),
     ("4d6!p", "roll20", [4, 6, 5, 5, 5]),
     ("{4d6 + 3d8}k4", "roll20", [1, 5, 6, 4, 5, 7, 3]),
@@ -150,7 +152,7 @@ def die(
     number: int, faces: int, results: list[dict[str, Any]], modifiers: list[str] | None = None, **extra: Any
 ) -> dict[str, Any]:
     mods = modifiers or []
-    total = sum(r.get("count", r["result"]) for r in results if r["active"])
+    total = sum(_counts(r) for r in results if r["active"])
     term = {
         "type": "die",
         "number": number,
@@ -163,6 +165,12 @@ def die(
     }
     term.update(extra)
     return term
+
+
+def _counts(result: dict[str, Any]) -> Any:
+    if "count" in result:
+        return result["count"]
+    return result["result"] - 1 if result.get("penetrated") else result["result"]
 
 
 def num(value: float, **extra: Any) -> dict[str, Any]:
