@@ -119,6 +119,10 @@ def is_unary(terms: Sequence[Term], index: int) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # Game-system results.
 
+#: Systems whose total is made by only their first N dice; the rest (an ability's damage dice, which
+#: follow the power roll's 2d10) are rolled for something else and stay out of the rendered roll.
+_TOTAL_DICE: dict[str, int] = {"drawsteel.ability": 2}
+
 #: Roles whose die is subtracted from the total.
 _SUBTRACTED_ROLES: dict[str, frozenset[str]] = {"daggerheart.duality": frozenset({"disadvantage"})}
 
@@ -242,6 +246,8 @@ def _system_plan(result: Result) -> Plan:
     system = str(result.get("system", ""))
     subtracted = _SUBTRACTED_ROLES.get(system, frozenset())
     dice: list[Mapping[str, Any]] = list(result.get("dice") or [])
+    if system in _TOTAL_DICE:
+        dice = dice[: _TOTAL_DICE[system]]
 
     groups: list[tuple[list[Mapping[str, Any]], int]] = []
     for die in dice:

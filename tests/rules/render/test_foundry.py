@@ -387,3 +387,21 @@ def test_formula_results_show_every_rolled_face() -> None:
         # A compounded Roll20 die is one die of the result but one Foundry result per face it added.
         rolled = sorted(f for d in result["dice"] for f in d.get("compounded", [d["value"]]))
         assert sorted(fm.dice_faces(to_foundry(result))) == rolled
+
+
+def test_draw_steel_ability_shows_only_the_power_roll_dice() -> None:
+    # Damage dice (none yet in the tier entries) would follow the 2d10 in `dice`; they are not part of
+    # the power roll's total and are left out of its rendering.
+    result = scripted(
+        {
+            "system": "drawsteel.ability",
+            "characteristics": {"M": 2, "A": 1, "R": 0, "I": 0, "P": 0},
+            "roll_with": "M",
+            "tiers": ["2 + M damage", "5 + M damage", "7 + M damage"],
+        },
+        [6, 5],
+    )
+    result["dice"] = [*result["dice"], {"faces": 6, "value": 4, "kept": True, "role": "damage"}]
+    roll = to_foundry(result)
+    assert roll["formula"] == "2d10 + 2"
+    assert roll["total"] == result["total"] == 13
