@@ -62,10 +62,23 @@ def test_every_byte_pattern_maps_to_faces_equally(faces: int, width: int) -> Non
     dice._buf = b"".join(v.to_bytes(width, "little") for v in range(space))
     dice._pos = 0
     accepted = space - space % faces
-    counts = np.bincount(dice.rolls(faces, accepted), minlength=faces + 1)[1:]
+    counts = np.bincount([dice.roll(faces) for _ in range(accepted)], minlength=faces + 1)[1:]
     assert (counts == accepted // faces).all()
     # Every draw at or above the limit was skipped: the buffer is used up exactly at the end.
     assert dice._pos == accepted * width
+
+
+@pytest.mark.parametrize("faces", [2, 3, 6, 7, 10, 12, 20, 100, 128, 255])
+def test_batch_table_maps_every_byte_equally(faces: int) -> None:
+    # The batch path turns bytes into faces with a translation table: translating all 256 byte values
+    # once must give every face exactly equally often and drop exactly the incomplete top block.
+    dice = SecureDice()
+    table, reject = dice._table(faces)
+    faces_out = bytes(range(256)).translate(table, reject)
+    assert len(faces_out) == 256 - 256 % faces
+    counts = np.bincount(list(faces_out), minlength=faces + 1)
+    assert counts[0] == 0
+    assert (counts[1:] == 256 // faces).all()
 
 
 def test_huge_dice_stay_in_range() -> None:
