@@ -41,7 +41,7 @@ class Mod:
 
 
 _FOUNDRY = re.compile(
-    r"(?P<cmd>xo|x|rr|r|kh|kl|k|dh|dl|d|min|max|even|odd|cs|cf|df|sf|ms|c)"
+    r"(?P<cmd>xo|x|rr|r|kh|kl|k|dh|dl|df|d|min|max|even|odd|cs|cf|sf|ms|c)"
     r"(?P<a>\d+)?(?P<comp><=|>=|<|>|=)?(?P<b>\d+)?",
     re.IGNORECASE,
 )
@@ -78,7 +78,7 @@ def _parse_foundry(text: str) -> list[Mod]:
             kind: Kind = "explode" if cmd.startswith("x") else "reroll"
             variant = {"x": "x", "xo": "xo", "r": "once", "rr": "recursive"}[cmd]
             mods.append(Mod(kind, raw, variant, comp or ("=" if point is not None else None), point, count))
-        elif cmd[0] in "kd":
+        elif cmd in ("k", "kh", "kl", "d", "dh", "dl"):
             end = cmd[1] if len(cmd) == 2 else ("h" if cmd == "k" else "l")
             mods.append(Mod("keep" if cmd[0] == "k" else "drop", raw, count=a or 1, end=end))
         elif cmd in ("cs", "cf", "df", "sf"):
@@ -194,7 +194,11 @@ def roll20_text(mod: Mod, faces: int) -> str | None:
     if mod.kind == "success":
         cond = _cond_roll20(mod) or str(faces)
         return cond if cond[0] in "<>" else "=" + cond
-    if mod.kind == "failure":
+    if mod.kind == "failure" and mod.variant == "count":
+        # Foundry's cf counts failures as the total; Roll20 writes that as a success condition.
+        cond = _cond_roll20(mod) or "1"
+        return cond if cond[0] in "<>" else "=" + cond
+    if mod.kind == "failure" and mod.variant == "deduct":
         return "f" + (_cond_roll20(mod) or "1")
     if mod.kind in ("crit", "fumble"):
         return ("cs" if mod.kind == "crit" else "cf") + _cond_roll20(mod)
@@ -221,7 +225,9 @@ def roll20_mods(mods: list[Mod], faces: int) -> dict[str, Any]:
             out[key] = _condition(mod, faces)
         elif mod.kind == "success":
             out["success"] = _condition(mod, faces)
-        elif mod.kind == "failure":
+        elif mod.kind == "failure" and mod.variant == "count":
+            out["success"] = _condition(mod, 1)
+        elif mod.kind == "failure" and mod.variant == "deduct":
             out["failure"] = _condition(mod, 1)
         elif mod.kind == "reroll":
             entry = _condition(mod, 1)
@@ -240,4 +246,4 @@ def roll20_mods(mods: list[Mod], faces: int) -> dict[str, Any]:
 
 def counts_successes(mods: list[Mod]) -> bool:
     """Whether the term totals successes rather than faces (Roll20's resultType "success")."""
-    return any(m.kind in ("success", "failure") for m in mods)
+    return any(m.kind == "success" or (m.kind == "failure" and m.variant != "subtract") for m in mods)

@@ -63,10 +63,13 @@ def _mods(term: Mapping[str, Any], dialect: Dialect) -> list[Mod]:
 
 
 def _success(terms: Sequence[Term], dialect: Dialect) -> bool:
+    """Whether any dice of the roll (outside groups, which say so themselves) count successes."""
     for term in terms:
         if term["type"] in ("die", "pool") and counts_successes(_mods(term, dialect)):
             return True
         if term["type"] == "paren" and _success(term["terms"], dialect):
+            return True
+        if term["type"] == "function" and any(_success(arg, dialect) for arg in term["args"]):
             return True
     return False
 

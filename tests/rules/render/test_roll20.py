@@ -45,15 +45,20 @@ def _value(results: list[dict[str, Any]], mods: dict[str, Any], success: bool) -
     return sum(_meets(v, mods.get("success")) - _meets(v, mods.get("failure")) for v in kept)
 
 
-def _expression(parts: list[dict[str, Any]], success: bool) -> str:
+def _counts(mods: dict[str, Any]) -> bool:
+    return "success" in mods or "failure" in mods
+
+
+def _expression(parts: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for part in parts:
         if part["type"] == "R":
-            out.append(f"({_value(part['results'], part['mods'], success)})")
+            out.append(f"({_value(part['results'], part['mods'], _counts(part['mods']))})")
         elif part["type"] == "G":
             for rolls in part["rolls"]:
-                _expression(rolls, success)
-            out.append(f"({_value(part['results'], part['mods'], part['resultType'] == 'success')})")
+                _expression(rolls)
+            assert (part["resultType"] == "success") == _counts(part["mods"])
+            out.append(f"({_value(part['results'], part['mods'], _counts(part['mods']))})")
         elif part["type"] == "M":
             out.append(part["expr"])
         else:
@@ -62,9 +67,15 @@ def _expression(parts: list[dict[str, Any]], success: bool) -> str:
     return " ".join(out)
 
 
+def _any_counts(parts: list[dict[str, Any]]) -> bool:
+    return any(p["type"] in ("R", "G") and _counts(p["mods"]) for p in parts)
+
+
 def roll20_total(rollresult: dict[str, Any]) -> float:
+    """What a reader adds up: an entry with a success or failure condition counts, others sum."""
     assert rollresult["type"] == "V"
-    return safe_eval(_expression(rollresult["rolls"], rollresult["resultType"] == "success"))
+    assert (rollresult["resultType"] == "success") == _any_counts(rollresult["rolls"])
+    return safe_eval(_expression(rollresult["rolls"]))
 
 
 # ---------------------------------------------------------------------------------------------------
