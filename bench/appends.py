@@ -1,0 +1,115 @@
+"""Durable appends: acknowledged rolls per second (SQLite, the default durability).
+
+Each roller is a player socket that sends a roll, waits for its ack (sent only once the roll is committed)
+and sends the next: R rollers keep R rolls in flight. Scenarios: 1, 10 and 100 rollers in one room, and
+100 rollers each in a room of its own. In one room every roller is also a member, so each acknowledged
+roll is also delivered to all R rollers; across 100 rooms each roll reaches only its roller.
+
+Beside the server figures, ``storage`` measures the event log alone, in this process: the same roll records
+appended through ``relay.log.sqlite.SqliteLog`` by 1, 10 and 100 concurrent writers, no sockets. It is the
+ceiling the storage layer puts on the server's figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import servers
+from bench.harness import close_all, gather_expect, split, start_clients
+from bench.servers import Calibration
+from relay.log.sqlite import SqliteLog
+
+
+async def measure(
+    run_dir: Path,
+    calibration: Calibration,
+    *,
+    rooms: int,
+    rollers_per_room: int,
+    seconds: float,
+    warmup: float = 0.5,
+) -> dict[str, Any]:
+    server = await servers.start("relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}")
+    groups = []
+    try:
+        made = server.add_rooms(rooms)
+        total = rooms * rollers_per_room
+        parts = (
+            1 if total * rollers_per_room < 1000 else 2
+        )  # deliveries to in-room rollers are the heavy part
+        for i, chunk in enumerate(split(server.targets("roller", made, rollers_per_room), parts)):
+            groups.append(
+                await start_clients(
+                    f"appends-{rooms}x{rollers_per_room}-{i}",
+                    run_dir,
+                    {
+                        "role": "roller",
+                        "kind": "relay",
+                        "targets": [t for t in chunk if t["conns"]],
+                        "intent": servers.INTENT,
+                        "label": servers.LABEL,
+                    },
+                )
+            )
+        await gather_expect(groups, "ready", 120)
+        for length in (warmup, seconds):
+            cpu0 = server.process.cpu_seconds()
+            for group in groups:
+                group.send(cmd="go", duration=length)
+            done = await gather_expect(groups, "done", length + 60)
+            cpu = server.process.cpu_seconds() - cpu0
+    finally:
+        await close_all(groups)
+        await server.stop()
+    acks = sum(d["acks"] for d in done)
+    errors: dict[str, int] = {}
+    for d in done:
+        for code, n in (d.get("errors") or {}).items():
+            errors[code] = errors.get(code, 0) + n
+    return {
+        "rooms": rooms,
+        "rollers_per_room": rollers_per_room,
+        "rollers": rooms * rollers_per_room,
+        "seconds": seconds,
+        "acks": acks,
+        "rate": acks / seconds,
+        "deliveries_per_second": acks * rollers_per_room / seconds,
+        "server_cpu": cpu / seconds,
+        "errors": errors,
+    }
+
+
+async def storage(run_dir: Path, calibration: Calibration, *, writers: int, seconds: float) -> dict[str, Any]:
+    """Roll records appended per second by ``writers`` concurrent writers to ``SqliteLog`` alone."""
+    record = {k: v for k, v in calibration.event.items() if k != "t"}
+    folder = Path(tempfile.mkdtemp(prefix="storage-", dir=run_dir))
+    log = SqliteLog(folder / "tablerelay.sqlite3")
+    try:
+        room = await log.create_room("storage", fear_max=12, hope_max=6, max_rooms=10)
+        seq = 0
+        count = 0
+        deadline = time.perf_counter() + seconds
+
+        async def writer() -> None:
+            nonlocal seq, count
+            while time.perf_counter() < deadline:
+                seq += 1
+                await log.append(room.id, [{**record, "seq": seq}], seq - 1)
+                count += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(writer() for _ in range(writers)))
+        elapsed = time.perf_counter() - started
+        stats = log.stats
+    finally:
+        await log.close()
+    return {
+        "writers": writers,
+        "rate": count / elapsed,
+        "transactions": stats.transactions,
+        "appends_per_transaction": stats.appends / max(1, stats.transactions),
+    }

@@ -1,0 +1,181 @@
+"""Starting the three servers under test and naming their rooms for the client harness.
+
+A *target* is what a harness process needs to reach one room: a URL, a token (the relay) or a room name
+(the peers), and how many connections to open there. ``Server.targets(role, per_room)`` builds them for
+each kind alike, so every benchmark is written once and run against all three servers.
+
+The relay runs exactly as ``tablerelay serve`` runs in production (SQLite, default durability, info
+logs), with three limits lifted so the suite measures the server rather than its guards: the per-socket
+rate limit (a benchmark driver sends far more than 20 rolls per second on one socket), and the room and
+member caps (10,000 sockets in one test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+from websockets.asyncio.client import connect
+
+from bench.harness import VENV_BIN, ServerProcess, start_server
+from relay import auth
+from relay.config import load
+from relay.log.sqlite import connect as db_connect
+from relay.log.sqlite import create_room_sync
+
+KINDS = ("relay", "bare", "socketio")
+LABELS = {"relay": "tablerelay", "bare": "bare websockets", "socketio": "python-socketio"}
+
+# A typical roll: a Draw Steel power roll with Might 2 and an edge, public, labelled.
+INTENT: dict[str, Any] = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
+LABEL = "Mind Spike"
+
+RELAY_ENV = {
+    "TABLERELAY_RATE": "1000000",
+    "TABLERELAY_BURST": "1000000",
+    "TABLERELAY_MAX_MEMBERS": "100000",
+    "TABLERELAY_MAX_ROOMS": "100000",
+    "TABLERELAY_LOG_FORMAT": "json",
+}
+
+
+@dataclass
+class Room:
+    name: str  # the relay's room id, or the peer's room name
+    gm: str = ""
+    player: str = ""
+    watchers: str = ""  # one spectator participant every receiver joins as (no join event per socket)
+
+
+@dataclass
+class Server:
+    kind: str
+    process: ServerProcess
+    rooms: list[Room] = field(default_factory=list)
+    secret: bytes = b""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def url(self, room: Room) -> str:
+        port = self.process.port
+        if self.kind == "relay":
+            return f"ws://127.0.0.1:{port}/ws"
+        if self.kind == "bare":
+            return f"ws://127.0.0.1:{port}/r/{room.name}"
+        return f"http://127.0.0.1:{port}"
+
+    def add_rooms(self, count: int) -> list[Room]:
+        """Make ``count`` more rooms (the relay: in its data folder, usable at once by the running server)."""
+        made: list[Room] = []
+        if self.kind == "relay":
+            data = self.process.data
+            assert data is not None
+            config = load(overrides={"data": data})
+            conn = db_connect(config.db_path, config.synchronous)
+            try:
+                for i in range(count):
+                    info = create_room_sync(
+                        conn, f"bench {len(self.rooms) + i}", fear_max=12, hope_max=6, max_rooms=100_000
+                    )
+                    made.append(
+                        Room(
+                            info.id,
+                            gm=auth.issue(self.secret, info.id, "gm", name="GM"),
+                            player=auth.issue(self.secret, info.id, "player"),
+                            watchers=auth.issue(
+                                self.secret, info.id, "spectator", sub="bench-watchers", name="Watchers"
+                            ),
+                        )
+                    )
+            finally:
+                conn.close()
+        else:
+            made = [Room(f"room{len(self.rooms) + i}") for i in range(count)]
+        self.rooms.extend(made)
+        return made
+
+    def targets(self, role: str, rooms: list[Room], per_room: int) -> list[dict[str, Any]]:
+        """Targets for harness ``role`` (receive | driver | roller) in each of ``rooms``."""
+        out: list[dict[str, Any]] = []
+        for room in rooms:
+            target: dict[str, Any] = {"url": self.url(room), "room": room.name, "conns": per_room}
+            if self.kind == "relay":
+                target["token"] = {"receive": room.watchers, "driver": room.gm, "roller": room.player}[role]
+                target["name"] = {"receive": "Watcher", "driver": "GM", "roller": "Roller"}[role]
+            out.append(target)
+        return out
+
+    async def stop(self) -> None:
+        await self.process.stop()
+        if self.process.data is not None:
+            shutil.rmtree(self.process.data, ignore_errors=True)
+
+
+@dataclass
+class Calibration:
+    """One real relay roll event, captured at the start of a run: what the peers broadcast instead."""
+
+    frame_size: int
+    event: dict[str, Any]
+    payload_file: Path
+
+
+async def start(kind: str, run_dir: Path, calibration: Calibration | None, tag: str) -> Server:
+    log = run_dir / f"{tag}-{kind}.log"
+    if kind == "relay":
+        data = Path(tempfile.mkdtemp(prefix="tablerelay-bench-", dir=run_dir))
+        argv = [
+            str(VENV_BIN / "tablerelay"),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--data",
+            str(data),
+        ]
+        process = await start_server(kind, argv, log, env=RELAY_ENV, data=data)
+        return Server(kind, process, secret=auth.load_secret(data, None))
+    assert calibration is not None
+    python = str(VENV_BIN / "python")
+    if kind == "bare":
+        argv = [python, "-m", "bench.peers.bare_ws", "--frame-size", str(calibration.frame_size)]
+    elif kind == "socketio":
+        argv = [python, "-m", "bench.peers.socketio_server", "--payload", str(calibration.payload_file)]
+    else:
+        raise ValueError(kind)
+    process = await start_server(kind, argv, log)
+    return Server(kind, process)
+
+
+async def calibrate(run_dir: Path) -> Calibration:
+    """Roll once on a fresh relay and keep the event frame it broadcast (its size and its content)."""
+    server = await start("relay", run_dir, None, "calibrate")
+    try:
+        (room,) = server.add_rooms(1)
+        async with connect(server.url(room), compression=None) as ws:
+            await ws.send(msgpack.packb({"t": "hello", "v": 1, "token": room.gm, "name": "GM"}))
+            welcome = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
+            if welcome.get("t") != "welcome":
+                raise RuntimeError(f"calibration: expected a welcome, got {welcome}")
+            roll = {"t": "roll", "id": "c1", "intent": INTENT, "visibility": "public", "label": LABEL}
+            await ws.send(msgpack.packb(roll))
+            while True:
+                raw = await asyncio.wait_for(ws.recv(), 10)
+                assert isinstance(raw, bytes)
+                frame = msgpack.unpackb(raw)
+                if frame.get("t") == "event" and frame.get("kind") == "roll":
+                    break
+    finally:
+        await server.stop()
+    payload_file = run_dir / "event.json"
+    payload_file.write_text(json.dumps(frame))
+    return Calibration(len(raw), frame, payload_file)
