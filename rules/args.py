@@ -77,8 +77,9 @@ class Args:
 
     def _get(self, name: str, default: Any) -> Any:
         self._read.add(name)
-        if name in self._values and self._values[name] is not None:
-            return self._values[name]
+        value = self._values.get(name)
+        if value is not None:
+            return value
         if default is _MISSING:
             raise RulesError("missing_argument", f"{self.where(name)} is required.")
         return default
@@ -90,6 +91,9 @@ class Args:
         self, name: str, default: Any = _MISSING, *, lo: int | None = None, hi: int | None = None
     ) -> Any:
         value = self._get(name, default)
+        # The common case (a plain int in range) must not pay for building an error sentence.
+        if type(value) is int and (lo is None or value >= lo) and (hi is None or value <= hi):
+            return value
         if value is None and default is None:
             return None
         return check_int(self.where(name), value, lo=lo, hi=hi)
@@ -140,6 +144,8 @@ class Args:
     def finish(self) -> None:
         """Refuse any argument that no read asked for."""
         # Keys from MessagePack may be ints or bytes; sort by their text so mixed types cannot crash.
+        if self._read.issuperset(self._values):
+            return
         unknown = sorted((k for k in self._values if k not in self._read), key=str)
         if unknown:
             known = ", ".join(sorted(self._read)) or "none"
