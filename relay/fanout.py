@@ -1,16 +1,16 @@
 """Fan-out: each event encoded once per (audience form, format set), queued to every socket without waiting.
 
-Each socket owns an ``Outbox``: a bounded queue of encoded frames drained by one sender task. Putting
-never awaits, so a broadcast costs the same whether a socket is fast or stalled; a socket whose queue is
-full is marked overflowed and the server closes it with 4008 (it can resume from its last seq).
+Each socket owns an ``Outbox``: a bounded queue of framed messages flushed once per loop iteration.
+Putting never awaits, so a broadcast costs the same whether a socket is fast or stalled; a socket whose
+queue fills while its buffer is full is marked overflowed and the server closes it with 4008 (it can
+resume from its last seq).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from relay import protocol
 from relay.formats import renderings
@@ -19,82 +19,120 @@ from relay.state import RoomState
 from relay.visibility import FULL, audience, render
 
 NO_FORMATS: frozenset[str] = frozenset()
+S = TypeVar("S", bound="Subscriber")
+
+
+class Sink(Protocol):
+    """Where an outbox writes: "can the socket take bytes now", "write these", "wait until it can"."""
+
+    def ready(self) -> bool: ...
+
+    def write(self, chunks: list[bytes]) -> None: ...
+
+    async def writable(self) -> bool:
+        """Wait until ``ready()``; False when the socket will never be ready again (it closed)."""
+        ...
+
+
+# One queued write: (first seq, last seq, bytes, the per-event parts when it holds several events).
+# Acks, errors and pongs carry no seq (None) and are always written.
+Item = tuple[int | None, int | None, bytes, tuple[tuple[int, bytes], ...] | None]
 
 
 class Outbox:
-    """A socket's bounded queue of encoded frames.
+    """A socket's bounded queue of framed messages, written in coalesced bursts.
 
-    Until the welcome is sent the queue only collects; ``start(floor)`` then drops queued events with a
-    seq at or below ``floor`` (they were in the welcome's history) and the sender begins.
+    ``put`` never waits and never writes: it queues and schedules one flush for the end of the current
+    loop iteration, so all the events committed together reach a socket in one write (one system call)
+    whatever their number. A socket whose buffer is full is written later by ``run``; while it stays
+    full, frames pile up, and past ``limit`` queued frames the socket is overflowed (the caller closes
+    it). A socket that keeps up is never overflowed: a full queue is written out at once instead.
+
+    Until ``run`` starts (the welcome is out) the queue only collects; events at or below the welcome's
+    seq are then skipped, since the welcome's history already holds them.
     """
 
     def __init__(self, limit: int) -> None:
-        self._items: deque[tuple[int | None, bytes]] = deque()
+        self._items: list[Item] = []
+        self._frames = 0
         self._limit = limit
         self._wake = asyncio.Event()
+        self._sink: Sink | None = None
+        self._scheduled = False
         self.floor = 0
         self.overflowed = False
         self.closed = False
-        self._direct: Callable[[bytes], bool] | None = None
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._frames
 
     def put(self, data: bytes, seq: int | None = None) -> bool:
-        """Queue ``data``; False when the queue was full (the socket must be closed)."""
+        """Queue one framed message; False when the queue was full (the socket must be closed)."""
+        return self._put((seq, seq, data, None), 1)
+
+    def put_run(self, first: int, last: int, data: bytes, parts: tuple[tuple[int, bytes], ...]) -> bool:
+        """Queue the events ``first..last`` as one write (``data`` is their frames joined)."""
+        return self._put((first, last, data, parts), len(parts))
+
+    def _put(self, item: Item, frames: int) -> bool:
         if self.closed:
             return True
-        if self._direct is not None and not self._items:
-            # Nothing queued ahead of it: hand it straight to the socket when the socket keeps up.
-            if seq is not None and seq <= self.floor:
-                return True
-            if self._direct(data):
-                return True
-        if len(self._items) >= self._limit:
-            self.overflowed = True
-            self.close()
-            return False
-        self._items.append((seq, data))
-        self._wake.set()
+        if self._frames >= self._limit:
+            sink = self._sink
+            if sink is not None and sink.ready():
+                self.flush()
+            else:
+                self.overflowed = True
+                self.close()
+                return False
+        self._items.append(item)
+        self._frames += frames
+        if self._sink is not None and not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
         return True
+
+    def flush(self) -> None:
+        self._scheduled = False
+        sink = self._sink
+        if self.closed or sink is None or not self._items:
+            return
+        if not sink.ready():
+            self._wake.set()  # ``run`` writes once the socket drains
+            return
+        floor = self.floor
+        chunks: list[bytes] = []
+        for first, last, data, parts in self._items:
+            if first is None or first > floor:
+                chunks.append(data)
+            elif parts is not None and last is not None and last > floor:
+                chunks.extend(part for seq, part in parts if seq > floor)
+        self._items.clear()
+        self._frames = 0
+        if chunks:
+            sink.write(chunks)
 
     def close(self) -> None:
         self.closed = True
-        self._direct = None
+        self._items.clear()
+        self._frames = 0
         self._wake.set()
 
-    async def run(
-        self,
-        floor: int,
-        send: Callable[[bytes], Awaitable[None]],
-        direct: Callable[[bytes], bool] | None = None,
-    ) -> None:
-        """Send queued frames in order until closed; events at or below ``floor`` are skipped.
-
-        ``direct`` writes a frame without waiting and says whether it could (False when the socket's
-        buffer is already full); with it, ``put`` bypasses the queue whenever the queue is empty.
-        """
+    async def run(self, floor: int, sink: Sink) -> None:
+        """Write everything queued after the welcome, then keep writing until the socket closes."""
         self.floor = floor
-        self._direct = direct
-        items = self._items
-        while True:
-            while items and not self.closed:
-                seq, data = items.popleft()
-                if seq is not None and seq <= self.floor:
-                    continue
-                await send(data)
-            if self.closed:
-                return
-            self._wake.clear()
+        self._sink = sink
+        self.flush()
+        while not self.closed:
             await self._wake.wait()
+            self._wake.clear()
+            if self.closed or not await sink.writable():
+                return
+            self.flush()
 
 
 class Subscriber(Protocol):
-    @property
-    def session(self) -> Session: ...
-
-    @property
-    def outbox(self) -> Outbox: ...
+    outbox: Outbox
 
 
 class Renderer:
@@ -108,14 +146,13 @@ class Renderer:
         self._renderings: dict[str, Any] | None = None
         self._rendered: frozenset[str] = NO_FORMATS
 
-    def _key(self, session: Session) -> tuple[str, frozenset[str]]:
+    def key(self, session: Session) -> tuple[str, frozenset[str]]:
         form = audience(self.record, self.state, session.id, session.role)
         wants = session.formats if form == FULL and self.record["kind"] == "roll" else NO_FORMATS
         return form, wants
 
     def frame(self, session: Session) -> dict[str, Any]:
-        key = self._key(session)
-        return self._frame(key)
+        return self._frame(self.key(session))
 
     def _frame(self, key: tuple[str, frozenset[str]]) -> dict[str, Any]:
         frame = self._frames.get(key)
@@ -136,27 +173,82 @@ class Renderer:
             self._rendered = self._rendered | missing
         return self._renderings
 
-    def encoded(self, session: Session) -> bytes:
-        key = self._key(session)
+    def encoded_for(self, key: tuple[str, frozenset[str]]) -> bytes:
         data = self._bytes.get(key)
         if data is None:
-            data = self._bytes[key] = protocol.encode(self._frame(key))
+            data = self._bytes[key] = protocol.framed(protocol.encode(self._frame(key)))
         return data
 
 
 def broadcast(
-    record: Mapping[str, Any],
-    subscribers: Iterable[Subscriber],
+    records: Sequence[Mapping[str, Any]],
+    subscribers: Mapping[S, Session],
     state: RoomState,
-    on_overflow: Callable[[Subscriber], None],
-) -> int:
-    """Queue ``record`` to every subscriber in the form it may see; returns how many encodings were made."""
+    on_overflow: Callable[[S], None],
+) -> None:
+    """Queue ``records`` (in seq order) to every subscriber, each in the form that subscriber may see.
+
+    Each distinct (form, formats) of a record is rendered, encoded and framed once, and every socket of
+    that audience gets the very same bytes object. Records that look the same to everyone but for the
+    formats asked for (all but hidden rolls) are joined into runs, so a socket costs one queue entry per
+    run however many events the run holds; hidden rolls go out one by one, per audience.
+    """
+    overflowed: dict[S, None] = {}
+    run: list[Mapping[str, Any]] = []
+    for record in records:
+        if _uniform(record, state):
+            run.append(record)
+            continue
+        if run:
+            _broadcast_run(run, subscribers, state, overflowed)
+            run = []
+        _broadcast_one(record, subscribers, state, overflowed)
+    if run:
+        _broadcast_run(run, subscribers, state, overflowed)
+    for sub in overflowed:
+        on_overflow(sub)
+
+
+def _uniform(record: Mapping[str, Any], state: RoomState) -> bool:
+    return record["kind"] != "roll" or record["visibility"] == "public" or not state.is_hidden(record["seq"])
+
+
+def _broadcast_run(
+    run: list[Mapping[str, Any]],
+    subscribers: Mapping[S, Session],
+    state: RoomState,
+    overflowed: dict[S, None],
+) -> None:
+    renderers = [(record["seq"], record["kind"] == "roll", Renderer(record, state)) for record in run]
+    first, last = run[0]["seq"], run[-1]["seq"]
+    by_formats: dict[frozenset[str], tuple[bytes, tuple[tuple[int, bytes], ...]]] = {}
+    for sub, session in subscribers.items():
+        formats = session.formats
+        entry = by_formats.get(formats)
+        if entry is None:
+            parts = tuple(
+                (seq, renderer.encoded_for((FULL, formats if is_roll else NO_FORMATS)))
+                for seq, is_roll, renderer in renderers
+            )
+            entry = by_formats[formats] = (b"".join(part for _, part in parts), parts)
+        if not sub.outbox.put_run(first, last, entry[0], entry[1]):
+            overflowed[sub] = None
+
+
+def _broadcast_one(
+    record: Mapping[str, Any], subscribers: Mapping[S, Session], state: RoomState, overflowed: dict[S, None]
+) -> None:
     renderer = Renderer(record, state)
     seq = record["seq"]
-    for sub in subscribers:
-        if not sub.outbox.put(renderer.encoded(sub.session), seq):
-            on_overflow(sub)
-    return len(renderer._bytes)
+    by_key: dict[tuple[str, frozenset[str]], bytes] = {}
+    key_of = renderer.key
+    for sub, session in subscribers.items():
+        key = key_of(session)
+        data = by_key.get(key)
+        if data is None:
+            data = by_key[key] = renderer.encoded_for(key)
+        if not sub.outbox.put(data, seq):
+            overflowed[sub] = None
 
 
 def history(records: Iterable[Mapping[str, Any]], session: Session, state: RoomState) -> list[dict[str, Any]]:

@@ -11,6 +11,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # Label children cached: ``labels()`` costs more than the increment, twice per stored event.
+        self._events: dict[str, Counter] = {}
+        self._rolls: dict[tuple[str, str], Counter] = {}
         self.connections = Gauge(
             "tablerelay_connections",
             "Open WebSocket connections that completed their hello.",
@@ -34,7 +37,7 @@ class Metrics:
         )
         self.fanout = Histogram(
             "tablerelay_fanout_latency_seconds",
-            "Time from a request's arrival to its events being queued to every socket of the room.",
+            "Time from a request's arrival to its events being committed and handed to fan-out.",
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
@@ -44,6 +47,19 @@ class Metrics:
             buckets=(1, 2, 5, 10, 25, 50, 100, 250, 500, 1000),
             registry=self.registry,
         )
+
+    def event(self, kind: str) -> None:
+        child = self._events.get(kind)
+        if child is None:
+            child = self._events[kind] = self.events.labels(kind)
+        child.inc()
+
+    def roll(self, system: str, visibility: str) -> None:
+        key = (system, visibility)
+        child = self._rolls.get(key)
+        if child is None:
+            child = self._rolls[key] = self.rolls.labels(system, visibility)
+        child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -103,6 +103,21 @@ def encode(frame: Mapping[str, Any]) -> bytes:
     return data
 
 
+def framed(payload: bytes) -> bytes:
+    """``payload`` as one unmasked, unfragmented binary WebSocket frame (RFC 6455 §5.2), server to client.
+
+    Framing once per encoded event lets every socket of an audience share the same frame bytes.
+    """
+    n = len(payload)
+    if n < 126:
+        header = bytes((0x82, n))
+    elif n < 1 << 16:
+        header = bytes((0x82, 126)) + n.to_bytes(2, "big")
+    else:
+        header = bytes((0x82, 127)) + n.to_bytes(8, "big")
+    return header + payload
+
+
 def error_frame(code: str, message: str, request_id: str | None = None) -> dict[str, Any]:
     frame: dict[str, Any] = {"t": "error", "code": code, "message": message}
     if request_id is not None:

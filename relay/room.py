@@ -39,20 +39,19 @@ class Refused(Exception):
         self.reason = reason
 
 
-@dataclass(eq=False)
 class Session:
-    """One socket's view of the room: who it is and which renderings it asked for."""
+    """One socket's view of the room: who it is and which renderings it asked for.
 
-    member: Member
-    formats: frozenset[str] = frozenset()
+    ``id`` and ``role`` are copied out of ``member`` because fan-out reads them once per event per socket.
+    """
 
-    @property
-    def id(self) -> str:
-        return self.member.id
+    __slots__ = ("formats", "id", "member", "role")
 
-    @property
-    def role(self) -> str:
-        return self.member.role
+    def __init__(self, member: Member, formats: frozenset[str] = frozenset()) -> None:
+        self.member = member
+        self.formats = formats
+        self.id = member.id
+        self.role = member.role
 
 
 @dataclass(eq=False)

@@ -32,6 +32,7 @@ from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
+from relay.logs import REQUEST
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
@@ -58,16 +59,12 @@ class Connection:
     def __init__(self, ws: ServerConnection, config: Config) -> None:
         self.ws = ws
         self.cid = next(self._ids)
-        self._outbox = Outbox(config.limits.send_queue)
+        self.outbox = Outbox(config.limits.send_queue)
         self._session: Session | None = None
         self.bucket = TokenBucket(config.limits.rate, config.limits.burst)
         self.frames = 0
         self.closing = False
         self.handle: RoomHandle | None = None  # set once admitted; cleared when detached
-
-    @property
-    def outbox(self) -> Outbox:
-        return self._outbox
 
     @property
     def session(self) -> Session:
@@ -82,15 +79,16 @@ class Connection:
         if self.closing:
             return
         self.closing = True
-        self._outbox.close()
+        self.outbox.close()
         asyncio.get_running_loop().create_task(self.ws.close(code, _reason(reason)))
 
 
 @dataclass(eq=False)
 class RoomHandle:
     room: Room
-    subscribers: dict[Connection, None] = field(default_factory=dict)  # insertion-ordered set
+    subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
+    outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
 
 
 class Relay:
@@ -186,10 +184,10 @@ class Relay:
         self.metrics.fanout.observe(elapsed)
         for record in pending.records:
             kind = record["kind"]
-            self.metrics.events.labels(kind).inc()
+            self.metrics.event(kind)
             if kind == "roll":
                 system = str(record["intent"].get("system", "?"))
-                self.metrics.rolls.labels(system, record["visibility"]).inc()
+                self.metrics.roll(system, record["visibility"])
                 logger.debug(
                     "rolled",
                     room=handle.room.id,
@@ -228,18 +226,26 @@ class Relay:
             elif isinstance(action, Append):
                 self._submit(handle, action.pending)
             elif isinstance(action, Broadcast):
-                fanout.broadcast(
-                    action.record, list(handle.subscribers), handle.room.committed, self._overflow
-                )
+                # Gathered and sent once per loop iteration: the appends one SQLite commit settles all
+                # complete in the same iteration, so their events go out as one write per socket.
+                handle.outgoing.append(action.record)
+                if len(handle.outgoing) == 1:
+                    asyncio.get_running_loop().call_soon(self._broadcast, handle)
+
+    def _broadcast(self, handle: RoomHandle) -> None:
+        records, handle.outgoing = handle.outgoing, []
+        try:
+            fanout.broadcast(records, handle.subscribers, handle.room.committed, self._overflow)
+        except Exception:
+            logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
 
     def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
         if frame.get("t") == "error":
             self.metrics.errors.labels(frame["code"]).inc()
-        if not conn.outbox.put(protocol.encode(frame)):
+        if not conn.outbox.put(protocol.framed(protocol.encode(frame))):
             self._overflow(conn)
 
-    def _overflow(self, sub: fanout.Subscriber) -> None:
-        assert isinstance(sub, Connection)
+    def _overflow(self, sub: Connection) -> None:
         if not sub.closing:
             logger.info("slow_client_closed", conn=sub.cid, queued=len(sub.outbox))
             self.metrics.closes.labels(str(protocol.CLOSE_SLOW)).inc()
@@ -330,7 +336,7 @@ class Relay:
         conn.admit(session)
         conn.handle = handle
         # Subscribed from here on: every event committed later lands in the outbox.
-        handle.subscribers[conn] = None
+        handle.subscribers[conn] = session
         handle.sessions[session] = conn
         self.connections.add(conn)
         self.metrics.connections.set(len(self.connections))
@@ -381,7 +387,7 @@ class Relay:
 
     async def _sender(self, conn: Connection, floor: int) -> None:
         try:
-            await conn.outbox.run(floor, conn.ws.send, _direct_writer(conn.ws))
+            await conn.outbox.run(floor, SocketSink(conn.ws))
         except ConnectionClosed:
             pass
         except Exception:
@@ -391,33 +397,39 @@ class Relay:
         if conn.closing:
             return
         conn.frames += 1
-        with structlog.contextvars.bound_contextvars(request=f"{conn.cid}.{conn.frames}"):
-            if not conn.bucket.allow():
-                if conn.bucket.abusive:
-                    logger.info("rate_abuse_closed")
-                    self.metrics.closes.labels(str(protocol.CLOSE_POLICY)).inc()
-                    conn.close(protocol.CLOSE_POLICY, "Too many frames; slow down.")
-                    return
-                self._send(
-                    conn,
-                    protocol.error_frame("rate_limited", "Too many frames; slow down.", _peek_id(message)),
-                )
+        token = REQUEST.set(f"{conn.cid}.{conn.frames}")
+        try:
+            self._handle_frame(handle, conn, message)
+        finally:
+            REQUEST.reset(token)
+
+    def _handle_frame(self, handle: RoomHandle, conn: Connection, message: str | bytes) -> None:
+        if not conn.bucket.allow():
+            if conn.bucket.abusive:
+                logger.info("rate_abuse_closed")
+                self.metrics.closes.labels(str(protocol.CLOSE_POLICY)).inc()
+                conn.close(protocol.CLOSE_POLICY, "Too many frames; slow down.")
                 return
-            try:
-                frame = protocol.parse(message, self.limits)
-            except protocol.FrameError as exc:
-                self._send(conn, protocol.error_frame(exc.code, exc.message, exc.request_id))
-                return
-            try:
-                actions = handle.room.handle(conn.session, frame)
-            except Exception:
-                logger.exception("frame_failed", frame=type(frame).__name__)
-                request_id = getattr(frame, "id", None)
-                self._send(
-                    conn, protocol.error_frame("internal", "Something went wrong on the server.", request_id)
-                )
-                return
-            self._execute(handle, actions)
+            self._send(
+                conn,
+                protocol.error_frame("rate_limited", "Too many frames; slow down.", _peek_id(message)),
+            )
+            return
+        try:
+            frame = protocol.parse(message, self.limits)
+        except protocol.FrameError as exc:
+            self._send(conn, protocol.error_frame(exc.code, exc.message, exc.request_id))
+            return
+        try:
+            actions = handle.room.handle(conn.session, frame)
+        except Exception:
+            logger.exception("frame_failed", frame=type(frame).__name__)
+            request_id = getattr(frame, "id", None)
+            self._send(
+                conn, protocol.error_frame("internal", "Something went wrong on the server.", request_id)
+            )
+            return
+        self._execute(handle, actions)
 
     @staticmethod
     def _room_in_query(ws: ServerConnection) -> str | None:
@@ -466,23 +478,35 @@ class Relay:
             await asyncio.wait(list(self._handlers), timeout=15)
 
 
-def _direct_writer(ws: ServerConnection) -> Callable[[bytes], bool]:
-    """Write a binary frame synchronously while the socket's buffer is below its high-water mark.
+class SocketSink:
+    """An outbox's view of a websockets connection: raw writes of pre-framed messages.
 
-    This is what ``ws.send`` does before it awaits ``drain``; doing it inline lets a broadcast reach
-    every socket that keeps up without a task switch per socket, and leaves the rest to the outbox.
+    Server frames are unmasked and we never fragment or compress (``compression=None``), so a framed
+    message is the same bytes for every socket and can go straight to the transport, after anything
+    websockets itself still has to send (a pong, say). Flow control is websockets' own: ``paused`` is
+    set while the transport's buffer is above its high-water mark and ``drain`` waits for it to empty.
     """
 
-    def write(data: bytes) -> bool:
-        if ws.protocol.state is not State.OPEN or ws.send_in_progress is not None:
-            return False
-        if ws.transport.get_write_buffer_size() > ws.write_limit_high:
-            return False
-        ws.protocol.send_binary(data)
-        ws.send_data()
-        return True
+    def __init__(self, ws: ServerConnection) -> None:
+        self.ws = ws
 
-    return write
+    def ready(self) -> bool:
+        return self.ws.protocol.state is State.OPEN and not self.ws.paused
+
+    def write(self, chunks: list[bytes]) -> None:
+        pending = self.ws.protocol.data_to_send()
+        if pending:
+            if not all(pending):  # an end-of-stream marker: let websockets handle its own shutdown
+                self.ws.send_data()
+                return
+            chunks = [*pending, *chunks]
+        self.ws.transport.write(b"".join(chunks))
+
+    async def writable(self) -> bool:
+        if self.ws.protocol.state is not State.OPEN:
+            return False
+        await self.ws.drain()
+        return self.ws.protocol.state is State.OPEN
 
 
 def _peek_id(message: str | bytes) -> str | None:
