@@ -84,7 +84,7 @@ export interface RollResult {
 
 interface EventBase {
   seq: number;
-  epoch: string | Int;
+  epoch: string;
   /** Milliseconds since the Unix epoch. */
   ts: number;
   actor: Actor;
@@ -98,6 +98,10 @@ export interface OpenRollEvent extends EventBase {
   label?: string;
   intent: Intent;
   result: RollResult;
+  /** Hidden rolls (visibility other than public) carry their commitment in full form too. */
+  commitment?: string;
+  /** The seq of the reveal that opened this roll, on rolls replayed after their reveal. */
+  revealed?: number;
   /** Present when the hello asked for the format. */
   foundry?: Record<string, unknown>;
   roll20?: { rollresult: Record<string, unknown>; chat: string };
@@ -120,12 +124,12 @@ export interface RevealEvent extends EventBase {
   /** The MessagePack bytes of the roll's full event body. */
   blob: Uint8Array;
   nonce: Uint8Array;
-  /** Added by the client: the decoded blob (the full roll), or null if it did not decode. */
-  revealed: OpenRollEvent | null;
+  /** Added by the client: the decoded blob (the full roll event body), or null if it did not decode. */
+  roll: OpenRollEvent | null;
   /**
-   * Added by the client: true when SHA-256(nonce ‖ blob) equals the commitment this client saw on the sealed
-   * roll, false when it does not, null when this client never saw the sealed placeholder (it was in the
-   * roll's audience, or the roll is older than its history).
+   * Added by the client: true when SHA-256(nonce ‖ blob) equals the commitment this client received with
+   * the roll (and the blob's seq is the one revealed), false when it does not, null when this client never
+   * received that roll's commitment (the roll is older than the history it was given).
    */
   verified: boolean | null;
 }
@@ -149,10 +153,10 @@ export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent;
 
 export interface Welcome {
   t: "welcome";
-  room: { id: string; name: string };
+  room: { id: string; name: string; fear_max?: number; hope_max?: number };
   you: Actor;
   session: string;
-  epoch: string | Int;
+  epoch: string;
   seq: number;
   state: RoomState;
   history: RelayEvent[];
@@ -232,7 +236,7 @@ export declare class TableRelay {
   readonly room: { id: string; name: string } | null;
   readonly you: Actor | null;
   readonly session: string | null;
-  readonly epoch: string | Int | null;
+  readonly epoch: string | null;
   /** The seq of the last event delivered to listeners. */
   readonly seq: number;
   readonly state: RoomState;

@@ -443,7 +443,8 @@ export class TableRelay {
       this.reconnectNow();
       return;
     }
-    if (event.kind === "roll" && event.sealed && typeof event.commitment === "string") {
+    // Sealed placeholders carry the commitment, and so do hidden rolls sent in full to their audience.
+    if (event.kind === "roll" && typeof event.commitment === "string") {
       this._commitments.set(event.seq, event.commitment);
     }
     if (event.kind === "reveal") await this._checkReveal(event);
@@ -470,9 +471,9 @@ export class TableRelay {
     } catch {
       roll = null;
     }
-    event.revealed = roll;
+    event.roll = roll;
     if (commitment === undefined) {
-      // We never saw the sealed placeholder (we were in the audience, or it predates our history).
+      // We never saw the roll's commitment (it predates the history we were given).
       event.verified = null;
       return;
     }

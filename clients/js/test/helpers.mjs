@@ -1,0 +1,148 @@
+// Shared by the node tests: the relay under test, fresh rooms, clients with controllable sockets.
+//
+// Run by tests/test_js_client.py, which starts a relay and passes TABLERELAY_TEST_URL, _DATA and _CLI.
+// Run alone (`npm test`), it starts one itself from the repository's .venv.
+
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import WebSocket from "ws";
+import { TableRelay } from "../tablerelay.js";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const repo = resolve(here, "..", "..", "..");
+
+async function startOwnRelay() {
+  const cli = join(repo, ".venv", "bin", "tablerelay");
+  const data = mkdtempSync(join(tmpdir(), "tablerelay-node-"));
+  const env = { ...process.env, TABLERELAY_SECRET: `node-tests-secret-${process.pid}-${Date.now()}-${Math.random()}` };
+  const child = spawn(cli, ["serve", "--host", "127.0.0.1", "--port", "0", "--data", data, "--log-format", "json"], {
+    env,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  process.on("exit", () => {
+    child.kill();
+    rmSync(data, { recursive: true, force: true });
+  });
+  const url = await new Promise((ok, fail) => {
+    let buffered = "";
+    const timer = setTimeout(() => fail(new Error(`relay did not start:\n${buffered}`)), 30_000);
+    child.stderr.on("data", (chunk) => {
+      buffered += chunk;
+      for (const line of buffered.split("\n")) {
+        try {
+          const record = JSON.parse(line);
+          if (record.event === "listening") {
+            clearTimeout(timer);
+            ok(`ws://${record.host}:${record.port}/ws`);
+          }
+        } catch {
+          /* not a whole JSON line yet */
+        }
+      }
+    });
+    child.on("exit", (code) => fail(new Error(`relay exited with ${code}:\n${buffered}`)));
+  });
+  // The server lives as long as this test process, without keeping it alive.
+  child.unref();
+  child.stderr.unref();
+  return { url, data, cli, env };
+}
+
+export const server = process.env.TABLERELAY_TEST_URL
+  ? {
+      url: process.env.TABLERELAY_TEST_URL,
+      data: process.env.TABLERELAY_TEST_DATA,
+      cli: process.env.TABLERELAY_TEST_CLI,
+      env: process.env,
+    }
+  : await startOwnRelay();
+
+let rooms = 0;
+
+/** A fresh room: {room, gm, player, spectator, watch}. */
+export function createRoom(name = `node test ${process.pid}-${++rooms}`) {
+  const out = execFileSync(server.cli, ["room", "create", "--name", name, "--data", server.data, "--json"], {
+    env: server.env,
+    encoding: "utf8",
+  });
+  return JSON.parse(out);
+}
+
+/**
+ * A real `ws` socket whose test can cut it (`terminate()`: no close frame, like a dropped network) or make
+ * it deaf (`deaf = true`: frames still arrive over the wire but the client never sees them, like a
+ * connection that died after the server wrote to it).
+ */
+export function socketFactory() {
+  const sockets = [];
+  class TestSocket extends WebSocket {
+    constructor(url) {
+      super(url);
+      this.deaf = false;
+      sockets.push(this);
+    }
+    addEventListener(type, listener, options) {
+      if (type !== "message") return super.addEventListener(type, listener, options);
+      return super.addEventListener(type, (event) => {
+        if (!this.deaf) listener(event);
+      }, options);
+    }
+  }
+  return { WebSocket: TestSocket, sockets, last: () => sockets[sockets.length - 1] };
+}
+
+const opened = new Set();
+
+/** A connected client (closed by closeAll); options pass through to TableRelay. */
+export async function connect(token, options = {}) {
+  const client = new TableRelay(server.url, token, { WebSocket, minDelay: 20, maxDelay: 200, ...options });
+  opened.add(client);
+  await client.connect();
+  return client;
+}
+
+export function closeAll() {
+  for (const client of opened) client.close();
+  opened.clear();
+}
+
+/** Resolves when `check()` is truthy (polled), or rejects after `ms`. */
+export async function until(check, ms = 8000, what = "condition") {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Resolves with the next `type` event on `client` that passes `filter`. */
+export function next(client, type, filter = () => true, ms = 8000) {
+  return new Promise((ok, fail) => {
+    const timer = setTimeout(() => {
+      off();
+      fail(new Error(`no '${type}' within ${ms} ms`));
+    }, ms);
+    const off = client.on(type, (event, info) => {
+      if (!filter(event, info)) return;
+      clearTimeout(timer);
+      off();
+      ok(event);
+    });
+  });
+}
+
+/** Collects every event (not replays) a client delivers. */
+export function record(client) {
+  const events = [];
+  client.on("event", (event, info) => {
+    if (!info.replay) events.push(event);
+  });
+  return events;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

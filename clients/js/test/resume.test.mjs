@@ -1,0 +1,105 @@
+// Reconnect and resume: sockets cut mid-stream, and the client still delivers every event exactly once,
+// in order; a roll whose answer was lost is sent again with the same id and never rolled twice.
+import assert from "node:assert/strict";
+import { after, test } from "node:test";
+import { closeAll, connect, createRoom, record, sleep, socketFactory, until } from "./helpers.mjs";
+
+after(closeAll);
+
+const intent = { system: "honors_edge.roll", pool: "3k2" };
+
+test("cutting the socket twice mid-stream loses and doubles nothing", async () => {
+  const room = createRoom();
+  const gm = await connect(room.gm, { name: "GM" });
+  const cut = socketFactory();
+  const watcher = await connect(room.spectator, { name: "Watcher", WebSocket: cut.WebSocket });
+  const welcomes = [];
+  watcher.on("welcome", (_w, info) => welcomes.push(info));
+  const seen = record(watcher);
+  const startSeq = watcher.seq;
+
+  const rolled = [];
+  const total = 30;
+  for (let i = 0; i < total; i++) {
+    rolled.push(await gm.roll(intent, { label: `roll ${i}` }));
+    if (i === 8 || i === 19) cut.last().terminate(); // no close frame: a dropped network
+    await sleep(40); // under the server's rate limit
+  }
+  const lastSeq = rolled[rolled.length - 1].seq;
+  await until(() => watcher.seq >= lastSeq && watcher.status === "open", 15000, "the watcher to catch up");
+
+  assert.ok(cut.sockets.length >= 3, `expected two reconnects, saw ${cut.sockets.length} sockets`);
+  assert.deepEqual(
+    welcomes.slice(1).map((w) => w.fresh),
+    welcomes.slice(1).map(() => false),
+    "every resume was recovered (no fresh start)",
+  );
+  // Every event after the first welcome, once each, in seq order with no hole.
+  const seqs = seen.map((e) => e.seq);
+  assert.equal(new Set(seqs).size, seqs.length, `duplicates in ${seqs}`);
+  for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `gap or disorder at ${seqs[i - 1]} → ${seqs[i]}`);
+  assert.equal(seqs[0], startSeq + 1);
+  // Every roll the GM made arrived with its result intact.
+  const byLabel = new Map(seen.filter((e) => e.kind === "roll").map((e) => [e.label, e]));
+  for (const roll of rolled) assert.deepEqual(byLabel.get(roll.label)?.result, roll.result, roll.label);
+  assert.equal(byLabel.size, total);
+});
+
+test("a roll whose ack is lost is resent with the same id after the resume: one roll, same result", async () => {
+  const room = createRoom();
+  const gm = await connect(room.gm);
+  const toGm = record(gm);
+  const net = socketFactory();
+  const player = await connect(room.player, { name: "Ana", WebSocket: net.WebSocket });
+  const delivered = record(player);
+
+  // The server gets the roll and answers, but the answer never reaches the client...
+  net.last().deaf = true;
+  const pending = player.roll(intent, { label: "lost ack" });
+  const stored = await until(() => toGm.find((e) => e.kind === "roll" && e.label === "lost ack"), 8000, "the stored roll");
+  await sleep(50);
+  // ...and then the connection dies.
+  net.last().terminate();
+  const event = await pending;
+  assert.equal(event.seq, stored.seq);
+  assert.deepEqual(event.result, stored.result);
+  assert.equal(net.sockets.length, 2);
+  await sleep(200);
+  assert.equal(toGm.filter((e) => e.kind === "roll" && e.label === "lost ack").length, 1, "rolled exactly once");
+  assert.equal(delivered.filter((e) => e.seq === stored.seq).length, 1, "delivered exactly once");
+});
+
+test("a roll sent while the socket is down waits and goes out after the resume", async () => {
+  const room = createRoom();
+  const net = socketFactory();
+  const player = await connect(room.player, { WebSocket: net.WebSocket, minDelay: 150, maxDelay: 300 });
+  net.last().terminate();
+  await until(() => player.status === "reconnecting", 4000, "reconnecting");
+  const event = await player.roll(intent, { label: "queued" });
+  assert.equal(event.label, "queued");
+  assert.equal(player.status, "open");
+});
+
+test("other requests cut off mid-flight reject with disconnected (they might have happened)", async () => {
+  const room = createRoom();
+  const net = socketFactory();
+  const gm = await connect(room.gm, { WebSocket: net.WebSocket });
+  net.last().deaf = true;
+  const ping = gm.ping();
+  const fear = gm.resource("fear", "gain", 1);
+  await sleep(100);
+  net.last().terminate();
+  await assert.rejects(ping, { code: "disconnected" });
+  await assert.rejects(fear, { code: "disconnected" });
+  // The Fear did happen: the resumed client sees its event once.
+  await until(() => gm.status === "open" && gm.state.fear === 1, 8000, "the Fear after resume");
+});
+
+test("the heartbeat notices a dead connection and reconnects", async () => {
+  const room = createRoom();
+  const net = socketFactory();
+  const spectator = await connect(room.spectator, { WebSocket: net.WebSocket, pingInterval: 100, pingTimeout: 200 });
+  net.last().deaf = true; // a half-open connection: nothing comes back
+  await until(() => net.sockets.length >= 2 && spectator.status === "open", 8000, "a reconnect");
+  assert.equal(spectator.status, "open");
+});

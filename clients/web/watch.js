@@ -1,0 +1,44 @@
+// /watch: the spectator feed. The token rides in the URL fragment (/watch#TOKEN), so it never reaches a
+// request line or a log. Options: ?overlay=1 (transparent stream overlay), ?limit=N (cards kept), ?name=.
+import { Feed, bindPage, connectFromPage, h, showStatus } from "/web/feed.js";
+
+const params = new URLSearchParams(location.search);
+const overlay = params.get("overlay") === "1";
+const limit = Math.max(1, Math.min(500, Number(params.get("limit")) || (overlay ? 8 : 200)));
+if (overlay) document.body.classList.add("overlay");
+
+const feedEl = document.getElementById("feed");
+const relay = connectFromPage({ name: params.get("name") || undefined });
+
+if (!relay) {
+  feedEl.replaceChildren(
+    h(
+      "div",
+      { class: "notice" },
+      h("p", {}, "This page needs a spectator link: ", h("code", {}, "/watch#TOKEN"), "."),
+      h("p", {}, "Ask the GM for it (", h("code", {}, "tablerelay room create"), " prints one)."),
+    ),
+  );
+  document.getElementById("status").textContent = "No token";
+} else {
+  const feed = new Feed(feedEl, { announcer: document.getElementById("announcer"), limit });
+  bindPage(relay, {
+    feed,
+    trackers: document.getElementById("trackers"),
+    members: document.getElementById("members"),
+  });
+  showStatus(document.getElementById("status"), relay);
+  const overlayStatus = document.getElementById("overlay-status");
+  relay.on("status", (status) => {
+    overlayStatus.textContent = status === "open" ? "" : status === "closed" ? "Disconnected" : "Reconnecting…";
+  });
+  relay.on("welcome", (welcome) => {
+    document.getElementById("room-name").textContent = `· ${welcome.room?.name ?? ""}`;
+    document.title = `${welcome.room?.name ?? "tablerelay"} · live rolls`;
+  });
+  relay.on("close", (error) => {
+    feedEl.prepend(h("p", { class: "notice", role: "alert" }, `The server closed the connection: ${error.message}`));
+  });
+  relay.connect().catch(() => {}); // the close listener explains a refusal
+  window.tablerelay = relay; // for the curious (and the browser tests)
+}
