@@ -13,13 +13,15 @@ ceiling the storage layer puts on the server's figure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.harness import close_all, gather_expect, split, start_clients
+from bench.harness import close_all, cpu_seconds, gather_expect, split, start_clients
+from bench.profile import Sampler
 from bench.servers import Calibration
 from relay.log.sqlite import SqliteLog
 
@@ -32,7 +34,9 @@ async def measure(
     rollers_per_room: int,
     seconds: float,
     warmup: float = 0.5,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
+    """Acknowledged rolls per second; ``profile`` samples the server (py-spy) in the measured window."""
     server = await servers.start("relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}")
     groups = []
     try:
@@ -57,11 +61,15 @@ async def measure(
             )
         await gather_expect(groups, "ready", 120)
         for length in (warmup, seconds):
-            cpu0 = server.process.cpu_seconds()
-            for group in groups:
-                group.send(cmd="go", duration=length)
-            done = await gather_expect(groups, "done", length + 60)
-            cpu = server.process.cpu_seconds() - cpu0
+            sampler = Sampler(server.pid, profile) if profile is not None and length == seconds else None
+            async with sampler or contextlib.nullcontext():
+                cpu0 = server.process.cpu_seconds()
+                client0 = sum(cpu_seconds(g.proc.pid) for g in groups)
+                for group in groups:
+                    group.send(cmd="go", duration=length)
+                done = await gather_expect(groups, "done", length + 60)
+                cpu = server.process.cpu_seconds() - cpu0
+                client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
     finally:
         await close_all(groups)
         await server.stop()
@@ -78,7 +86,9 @@ async def measure(
         "acks": acks,
         "rate": acks / seconds,
         "deliveries_per_second": acks * rollers_per_room / seconds,
+        # Cores busy on average: the server, and the roller processes.
         "server_cpu": cpu / seconds,
+        "client_cpu": client_cpu / seconds,
         "errors": errors,
     }
 

@@ -177,6 +177,10 @@ async def measure(
         "events": events,
         "rate": best["rate"],
         "elapsed": best["elapsed"],
+        # CPU microseconds per delivery: the work each side did, whatever share of the machine it got.
+        "server_cpu_us": 1e6 * best["cpu"]["server"] / best["received"],
+        "receiver_cpu_us": 1e6 * best["cpu"]["receivers"] / best["received"],
+        "server_busy": best["cpu"]["server"] / best["elapsed"],
         "runs": runs,
         "profile": profiled,
     }

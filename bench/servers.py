@@ -128,21 +128,21 @@ class Calibration:
     payload_file: Path
 
 
-async def start(kind: str, run_dir: Path, calibration: Calibration | None, tag: str) -> Server:
+async def start(
+    kind: str, run_dir: Path, calibration: Calibration | None, tag: str, *, traced: Path | None = None
+) -> Server:
+    """A fresh server of ``kind``; ``traced`` (relay only) runs it under tracemalloc, see relay_traced."""
     log = run_dir / f"{tag}-{kind}.log"
     if kind == "relay":
         data = Path(tempfile.mkdtemp(prefix="tablerelay-bench-", dir=run_dir))
-        argv = [
-            str(VENV_BIN / "tablerelay"),
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--data",
-            str(data),
-        ]
-        process = await start_server(kind, argv, log, env=RELAY_ENV, data=data)
+        serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--data", str(data)]
+        env = dict(RELAY_ENV)
+        if traced is None:
+            argv = [str(VENV_BIN / "tablerelay"), *serve]
+        else:
+            argv = [str(VENV_BIN / "python"), "-m", "bench.relay_traced", *serve]
+            env["BENCH_TRACE_OUT"] = str(traced)
+        process = await start_server(kind, argv, log, env=env, data=data)
         return Server(kind, process, secret=auth.load_secret(data, None))
     assert calibration is not None
     python = str(VENV_BIN / "python")

@@ -1,0 +1,319 @@
+"""Run the benchmark suite and write docs/benchmarks.md with its plots.
+
+    python -m bench                 # the whole suite (about 4–5 minutes on 2 cores)
+    python -m bench --quick         # smaller sizes, about a minute (for a smoke test)
+    python -m bench --only fanout,latency
+    python -m bench --no-profile    # skip the py-spy and tracemalloc diagnostic runs
+    python -m bench.report          # rewrite the docs from the last results without measuring
+
+Results go to bench/results/latest.json (full runs) or bench/results/quick.json, then the report.
+``./scripts/bench`` installs what the suite needs first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import appends, fanout, growth, latency, memory, report, servers
+from bench.harness import ROOT
+from bench.machine import describe, loadavg
+
+SECTIONS = ("fanout", "latency", "memory", "appends", "growth", "dice")
+RESULTS = ROOT / "bench" / "results"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    fanout_members: tuple[int, ...]
+    fanout_deliveries: int  # per burst, relay and bare
+    socketio_deliveries: int  # per burst: python-socketio is ~10× slower, so fewer events keep it short
+    repeats: int
+    latency_members: int
+    latency_rate: float
+    latency_seconds: float
+    memory_connections: int
+    traced_connections: int
+    append_seconds: float
+    append_shapes: tuple[tuple[int, int], ...]
+    storage_seconds: float
+    growth_members: tuple[int, ...]
+    growth_rooms: tuple[tuple[int, int], ...]
+
+
+FULL = Sizes(
+    fanout_members=(100, 1000, 5000),
+    fanout_deliveries=200_000,
+    socketio_deliveries=40_000,
+    repeats=2,
+    latency_members=1000,
+    latency_rate=20.0,
+    latency_seconds=8.0,
+    memory_connections=10_000,
+    traced_connections=2000,
+    append_seconds=3.0,
+    append_shapes=((1, 1), (1, 10), (1, 100), (100, 1)),
+    storage_seconds=1.5,
+    growth_members=(10, 100, 300, 1000, 5000),
+    growth_rooms=((1, 1000), (10, 100), (100, 10)),
+)
+
+QUICK = Sizes(
+    fanout_members=(100, 1000),
+    fanout_deliveries=50_000,
+    socketio_deliveries=10_000,
+    repeats=1,
+    latency_members=300,
+    latency_rate=20.0,
+    latency_seconds=3.0,
+    memory_connections=1000,
+    traced_connections=0,
+    append_seconds=1.0,
+    append_shapes=((1, 1), (1, 10), (100, 1)),
+    storage_seconds=0.5,
+    growth_members=(10, 100, 1000),
+    growth_rooms=((1, 1000), (10, 100)),
+)
+
+
+async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": describe(),
+        "sizes": sizes.__dict__,
+        "sections": {},
+        "timings": {},
+        "load": {},
+        "errors": {},
+        "profiles": {},
+    }
+    started = time.monotonic()
+    calibration = await servers.calibrate(run_dir)
+    results["calibration"] = {
+        "frame_size": calibration.frame_size,
+        "json_size": len(json.dumps(calibration.event, separators=(",", ":"))),
+        "intent": servers.INTENT,
+        "label": servers.LABEL,
+    }
+    print(f"relay roll event: {calibration.frame_size} bytes (MessagePack)", flush=True)
+
+    async def section(name: str, body: Callable[[], Awaitable[Any]]) -> None:
+        if name not in only:
+            return
+        print(f"== {name}", flush=True)
+        load_before = loadavg()
+        t0 = time.monotonic()
+        try:
+            results["sections"][name] = await body()
+        except Exception as exc:
+            # One broken section must not cost the others: record it, say so in the report.
+            traceback.print_exc()
+            results["errors"][name] = f"{type(exc).__name__}: {exc}"
+        results["timings"][name] = round(time.monotonic() - t0, 1)
+        results["load"][name] = {"before": load_before, "after": loadavg()}
+        print(f"   {name}: {results['timings'][name]} s", flush=True)
+
+    async def do_fanout() -> list[dict[str, Any]]:
+        out = []
+        for members in sizes.fanout_members:
+            for kind in servers.KINDS:
+                budget = sizes.socketio_deliveries if kind == "socketio" else sizes.fanout_deliveries
+                events = fanout.events_for(members, budget)
+                prof = (
+                    run_dir / "profile-fanout.raw"
+                    if profile and kind == "relay" and members == 1000
+                    else None
+                )
+                r = await fanout.measure(
+                    kind,
+                    run_dir,
+                    calibration,
+                    rooms=1,
+                    per_room=members,
+                    events=events,
+                    repeats=1 if kind == "socketio" else sizes.repeats,
+                    profile=prof,
+                )
+                if r.pop("profile", None) is not None and prof is not None:
+                    results["profiles"]["fanout"] = _profile_of(r, prof)
+                _say(f"{servers.LABELS[kind]:>16} N={members:<5} {r['rate']:>10,.0f} deliveries/s")
+                out.append(r)
+        return out
+
+    async def do_latency() -> list[dict[str, Any]]:
+        out = []
+        for kind in ("relay", "bare"):
+            r = await latency.measure(
+                kind,
+                run_dir,
+                calibration,
+                members=sizes.latency_members,
+                rate=sizes.latency_rate,
+                seconds=sizes.latency_seconds,
+            )
+            _say(f"{servers.LABELS[kind]:>16} p50 {r['p50_ms']:.1f} ms  p99 {r['p99_ms']:.1f} ms")
+            out.append(r)
+        return out
+
+    async def do_memory() -> dict[str, Any]:
+        out: dict[str, Any] = {"runs": []}
+        for kind in servers.KINDS:
+            r = await memory.measure(kind, run_dir, calibration, connections=sizes.memory_connections)
+            _say(f"{servers.LABELS[kind]:>16} {r['kib_per_connection']:.1f} KiB per connection")
+            out["runs"].append(r)
+        if profile and sizes.traced_connections:
+            traced = await memory.measure(
+                "relay",
+                run_dir,
+                calibration,
+                connections=sizes.traced_connections,
+                traced=run_dir / "trace-memory.json",
+            )
+            out["traced"] = traced
+        return out
+
+    async def do_appends() -> dict[str, Any]:
+        out: dict[str, Any] = {"server": [], "storage": []}
+        for rooms, per_room in sizes.append_shapes:
+            r = await appends.measure(
+                run_dir, calibration, rooms=rooms, rollers_per_room=per_room, seconds=sizes.append_seconds
+            )
+            _say(f"{rooms:>3} room(s) × {per_room:<3} rollers {r['rate']:>8,.0f} acked rolls/s")
+            out["server"].append(r)
+        for writers in (1, 10, 100):
+            r = await appends.storage(run_dir, calibration, writers=writers, seconds=sizes.storage_seconds)
+            _say(f"  SqliteLog alone, {writers:>3} writers {r['rate']:>8,.0f} appends/s")
+            out["storage"].append(r)
+        if profile:
+            prof = run_dir / "profile-appends.raw"
+            rooms, per_room = max(sizes.append_shapes, key=lambda s: s[1])
+            r = await appends.measure(
+                run_dir,
+                calibration,
+                rooms=rooms,
+                rollers_per_room=per_room,
+                seconds=sizes.append_seconds,
+                profile=prof,
+            )
+            results["profiles"]["appends"] = _profile_of(r, prof)
+        return out
+
+    async def do_growth() -> dict[str, Any]:
+        known = results["sections"].get("fanout") or []
+        kinds = ("relay", "bare")
+        members = await growth.measure(
+            kinds,
+            run_dir,
+            calibration,
+            shapes=[(1, n) for n in sizes.growth_members],
+            deliveries=sizes.fanout_deliveries,
+            known=known,
+            repeats=sizes.repeats,
+        )
+        rooms = await growth.measure(
+            kinds,
+            run_dir,
+            calibration,
+            shapes=list(sizes.growth_rooms),
+            deliveries=sizes.fanout_deliveries,
+            known=known + members,
+            repeats=sizes.repeats,
+        )
+        return {"members": members, "rooms": rooms}
+
+    async def do_dice() -> Any:
+        from bench import dice_section
+
+        return await asyncio.to_thread(dice_section.measure, quick=sizes is QUICK)
+
+    await section("fanout", do_fanout)
+    await section("latency", do_latency)
+    await section("memory", do_memory)
+    await section("appends", do_appends)
+    await section("growth", do_growth)
+    await section("dice", do_dice)
+    results["duration"] = round(time.monotonic() - started, 1)
+    return results
+
+
+def _profile_of(result: dict[str, Any], raw: Path) -> dict[str, Any]:
+    from bench.profile import summarise
+
+    summary = summarise(raw) if raw.exists() else {"error": "no profile written"}
+    return {"scenario": {k: v for k, v in result.items() if k not in ("runs", "profile")}, **summary}
+
+
+def _say(text: str) -> None:
+    print("   " + text, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="tablerelay's benchmark suite")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, about a minute")
+    parser.add_argument("--only", help=f"comma-separated sections: {','.join(SECTIONS)}")
+    parser.add_argument("--no-profile", action="store_true", help="skip the diagnostic profiling runs")
+    parser.add_argument("--keep", action="store_true", help="keep the run folder (server logs, raw profiles)")
+    parser.add_argument("--results", type=Path, help="where to write the results JSON")
+    parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    unknown = only - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    if shutil.which("node") is None:
+        print("bench: node is not installed (the client harness runs on Node 20+)", file=sys.stderr)
+        return 2
+    if not (ROOT / "bench" / "receivers" / "node_modules").exists():
+        print("bench: run `npm ci --prefix bench/receivers` first (or ./scripts/bench)", file=sys.stderr)
+        return 2
+    sizes = QUICK if args.quick else FULL
+    run_dir = Path(tempfile.mkdtemp(prefix="tablerelay-bench-"))
+    try:
+        results = asyncio.run(run(sizes, only, not args.no_profile, run_dir))
+    finally:
+        if args.keep:
+            print(f"run folder kept: {run_dir}")
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    results["mode"] = "quick" if args.quick else "full"
+    out = args.results or RESULTS / ("quick.json" if args.quick else "latest.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if only != set(SECTIONS) and out.exists():
+        # A partial run updates its sections in the last full results instead of dropping the others.
+        previous = json.loads(out.read_text())
+        for key in ("sections", "timings", "load", "profiles"):
+            previous.setdefault(key, {}).update(results[key])
+        previous["errors"] = {
+            **{k: v for k, v in previous.get("errors", {}).items() if k not in only},
+            **results["errors"],
+        }
+        # The suite's own duration and sizes stay those of the last full run; the machine and the
+        # calibration are this run's (the updated sections were measured with them).
+        previous["machine"] = results["machine"]
+        previous["calibration"] = results["calibration"]
+        previous.setdefault("updated", []).append({"sections": sorted(only), "started": results["started"]})
+        results = previous
+    out.write_text(json.dumps(results, indent=1))
+    print(f"results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} ({results['duration']} s)")
+    if not args.no_report:
+        written = report.write(results)
+        for path in written:
+            print(f"wrote {path.relative_to(ROOT)}")
+    return 1 if results["errors"] else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The machine a run measured: CPU, cores, memory, kernel, runtimes and library versions, and its load."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from bench.harness import ROOT
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _mem_total_gib() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def _pkg(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _node_pkg(name: str) -> str:
+    path = ROOT / "bench" / "receivers" / "node_modules" / name / "package.json"
+    try:
+        import json
+
+        return str(json.loads(path.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return "not installed"
+
+
+def _node() -> str:
+    try:
+        return subprocess.run(
+            ["node", "--version"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "not installed"
+
+
+def describe() -> dict[str, Any]:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 0
+    return {
+        "cpu": _cpu_model(),
+        "cores": cores,
+        "memory_gib": _mem_total_gib(),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "node": _node(),
+        "nofile": _nofile(),
+        "load_at_start": loadavg(),
+        "packages": {
+            "websockets": _pkg("websockets"),
+            "msgpack": _pkg("msgpack"),
+            "python-socketio": _pkg("python-socketio"),
+            "python-engineio": _pkg("python-engineio"),
+            "aiohttp": _pkg("aiohttp"),
+            "ws (node)": _node_pkg("ws"),
+            "socket.io-client (node)": _node_pkg("socket.io-client"),
+            "@msgpack/msgpack (node)": _node_pkg("@msgpack/msgpack"),
+        },
+    }
+
+
+def _nofile() -> str:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return f"{soft}/{hard}"
