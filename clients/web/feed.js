@@ -246,7 +246,13 @@ function drawSteelAbility(r) {
   const crit = targets.some((t) => t.critical) || r.critical;
   const first = targets[0] ?? r;
   const parts = [
-    h("span", { class: `headline tier${Number(first.tier)}${crit ? " crit" : ""}` }, targets.length > 1 ? `${targets.length} targets` : `Tier ${str(first.tier)}`),
+    h(
+      "span",
+      { class: `headline tier${Number(first.tier)}${crit ? " crit" : ""}` },
+      targets.length > 1 && targets.some((t) => str(t.tier) !== str(first.tier))
+        ? `${targets.length} targets`
+        : `Tier ${str(first.tier)}`,
+    ),
     totalLine(r, r.natural !== undefined ? `(natural ${str(r.natural)})` : ""),
     crit ? h("span", { class: "badges" }, badge("Critical", "crit")) : null,
   ];
@@ -422,8 +428,14 @@ export function rollBody(event) {
     diceRow(r),
     h("div", { class: "outcome" }, outcome),
     r.formula ? h("div", { class: "formula" }, r.formula) : null,
-    r.text ? h("p", { class: "summary" }, r.text) : null,
+    r.text ? h("p", { class: "summary" }, struck(r.text)) : null,
   ];
+}
+
+/** The rules' summaries mark dropped dice as ~~n~~; show them struck through. */
+function struck(text) {
+  const parts = String(text).split(/~~(.*?)~~/);
+  return parts.map((part, i) => (i % 2 ? h("s", { "aria-label": `${part} dropped` }, part) : part));
 }
 
 /** A sentence for screen readers (the live region) about a roll. */

@@ -74,7 +74,6 @@ export const SYSTEM_FORMS = [
   {
     id: "daggerheart.attack",
     name: "Daggerheart · Adversary attack",
-    gmOnly: true,
     fields: [
       { key: "modifier", label: "Attack modifier", type: "int", initial: 0, required: true },
       { key: "advantage", label: "Advantage", type: "bool", default: false },

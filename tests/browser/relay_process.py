@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -70,10 +69,9 @@ class Relay:
 
 
 @contextlib.contextmanager
-def running_relay(data: Path) -> Iterator[Relay]:
-    env = dict(os.environ)
-    env["TABLERELAY_SECRET"] = secrets.token_urlsafe(32)
-    env.pop("TABLERELAY_CONFIG", None)
+def running_relay(data: Path, port: int = 0) -> Iterator[Relay]:
+    """Serve ``data``; the secret is the data folder's own, so tokens outlive a restart on the same folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
     proc = subprocess.Popen(
         [
             tablerelay_bin(),
@@ -81,7 +79,7 @@ def running_relay(data: Path) -> Iterator[Relay]:
             "--host",
             "127.0.0.1",
             "--port",
-            "0",
+            str(port),
             "--data",
             str(data),
             "--log-format",
@@ -130,7 +128,8 @@ class WireClient:
     """A bare protocol client: hello, then frames as plain dicts. For driving pages from Python."""
 
     def __init__(self, ws_url: str, token: str, name: str | None = None) -> None:
-        self.conn: ClientConnection = connect(ws_url, open_timeout=10)
+        self._stack = contextlib.ExitStack()
+        self.conn: ClientConnection = self._stack.enter_context(connect(ws_url, open_timeout=10))
         hello: dict[str, Any] = {"t": "hello", "v": 1, "token": token}
         if name:
             hello["name"] = name
@@ -190,4 +189,4 @@ class WireClient:
         return self.request(frame)
 
     def close(self) -> None:
-        self.conn.close()
+        self._stack.close()
