@@ -71,17 +71,27 @@ class SecureDice:
             return self._buf[pos]
         return int.from_bytes(self._buf[pos : pos + width], "little")
 
-    def _take_bytes(self, n: int) -> bytes:
-        if n > _BUFFER_BYTES // 4:
-            return os.urandom(n)
-        pos = self._pos
-        if pos + n > len(self._buf):
-            self._buf = os.urandom(_BUFFER_BYTES)
-            pos = 0
-        self._pos = pos + n
-        return self._buf[pos : pos + n]
-
     def roll(self, faces: int) -> int:
+        entry = self._tables.get(faces)
+        if entry is None:
+            if faces > 255 or faces < 1:
+                return self._roll_wide(faces)
+            entry = self._table(faces)
+        # One byte per draw: the table gives the face, or 0 for a byte in the rejected top block.
+        table = entry[0]
+        buf = self._buf
+        pos = self._pos
+        while True:
+            if pos >= len(buf):
+                buf = self._buf = os.urandom(_BUFFER_BYTES)
+                pos = 0
+            face = table[buf[pos]]
+            pos += 1
+            if face:
+                self._pos = pos
+                return face
+
+    def _roll_wide(self, faces: int) -> int:
         plan = self._limits.get(faces)
         if plan is None:
             plan = self._plan(faces)
@@ -92,18 +102,37 @@ class SecureDice:
                 return draw % faces + 1
 
     def rolls(self, faces: int, count: int) -> list[int]:
-        """``count`` independent dice of ``faces`` faces, drawn in one pass where the die is small."""
-        if faces > 255 or faces < 1 or count < 4:
-            roll = self.roll
-            return [roll(faces) for _ in range(count)]
-        table, reject = self._tables.get(faces) or self._table(faces)
-        out = b""
+        """``count`` independent dice of ``faces`` faces, drawn in one pass where the die is small.
+
+        The bytes are consumed in order exactly as ``count`` calls of ``roll`` would consume them (a
+        rejected byte is skipped, never replaced by a later one), only translated in C a slice at a time.
+        """
+        entry = self._tables.get(faces)
+        if entry is None:
+            if faces > 255 or faces < 1:
+                roll = self._roll_wide
+                return [roll(faces) for _ in range(count)]
+            entry = self._table(faces)
+        table, reject = entry
+        pos = self._pos
+        end = pos + count
+        if end <= len(self._buf):
+            out = self._buf[pos:end].translate(table, reject)
+            self._pos = end
+            if len(out) == count:
+                return list(out)
+        else:
+            out = b""
         while len(out) < count:
-            need = count - len(out)
-            # Ask for a little more than needed so one pass nearly always suffices; surplus accepted
-            # draws are dropped without looking at their values, which keeps every face equally likely.
-            out += self._take_bytes(need + (need >> 3) + 4).translate(table, reject)
-        return list(out[:count])
+            buf = self._buf
+            pos = self._pos
+            if pos >= len(buf):
+                buf = self._buf = os.urandom(_BUFFER_BYTES)
+                pos = 0
+            end = min(len(buf), pos + count - len(out))
+            out += buf[pos:end].translate(table, reject)
+            self._pos = end
+        return list(out)
 
 
 class Scripted:
