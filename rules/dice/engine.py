@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from rules.args import type_name
 from rules.dice.arith import Number, fmt
@@ -46,7 +46,8 @@ class Evaluation:
     def dice(self) -> list[Die]:
         """Every die in the order rolled (made from the terms on first use when the fast path rolled)."""
         if self._dice is None:
-            self._dice = dice_of(cast(list[dict[str, Any]], self.terms))
+            terms: Any = self.terms
+            self._dice = dice_of(terms)
         return self._dice
 
     def __repr__(self) -> str:
@@ -66,14 +67,14 @@ def evaluate(formula: str, rng: Dice, dialect: str = "foundry") -> Evaluation:
     parsed = parse(formula, dialect)
     fast = parsed.fast
     if fast is not None:
-        total, planned, shown, dice_max = fast.run(rng)
-        text = f"{shown} = {total}"
-        return Evaluation(total, cast(list[Term], planned), None, parsed.formula, text, dice_max, dialect)
+        # No typing.cast here or below: on this path building ``list[Term]`` would cost more than a die.
+        total, planned, text, dice_max = fast.run(rng)
+        return Evaluation(total, planned, None, parsed.formula, text, dice_max, dialect)  # type: ignore[arg-type]
     ctx = Ctx(rng)
     for node in parsed.inlines:
         node.evaluate_first(ctx)
     out: Out = []
     total = parsed.root.ev(ctx, out)
-    terms = cast(list[Term], out)
+    terms: Any = out
     text = f"{describe(terms)} = {fmt(total)}"
     return Evaluation(total, terms, ctx.dice, parsed.formula, text, ctx.dice_max, dialect)

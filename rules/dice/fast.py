@@ -2,133 +2,233 @@
 
 ``1d20 + 5``, ``4d6kh3``, ``2d20kh1 + 7``, ``3d6 + 2d8 + 1d4 + 5``, ``10d10x``: when a formula is only
 standard dice (plain, or with one keep/drop, or with a bare ``x``) and whole numbers joined by ``+`` and
-``-``, the parser also prepares a ``Simple`` plan, and evaluation runs one flat loop over it instead of
-walking the tree. The results are identical to the tree's (the tests compare both on every construct
-the plan accepts); only the work is less.
+``-``, the parser also compiles a plan for it, once, into one straight-line Python function that rolls the
+dice, builds the terms and writes the text without walking the tree. The results are identical to the
+tree's (the tests compare both on every construct the plan accepts, with the same dice); only the work is
+less.
+
+The function is made from Python source the way ``dataclasses`` and ``collections.namedtuple`` make
+theirs. Only integers the parser has checked and operators from a fixed set are written into the source;
+every piece of text from the formula (expressions, labels) is bound to a name (``K0``, ``K1``...) and
+referenced, never pasted in, so no formula can change what the code does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rules.dice.arith import Number, norm
-from rules.dice.common import keep_or_drop, kept_after
 from rules.dice.foundry import KEEPS
 from rules.dice.limits import MAX_CHAIN, MAX_NUMBER, MAX_ROLLS
 from rules.dice.nodes import ChainNode, DiceNode, Node, NumberNode, chain_limit, roll_plain, rolls_limit
 from rules.result import Die
-from rules.rng import Dice, roll_many
+from rules.rng import Dice
 
 _NUMBER, _PLAIN, _KEEP, _EXPLODE = 0, 1, 2, 3
+#: Dice terms of at most this many dice list their faces one by one in the generated text code.
+_SPELLED_OUT = 8
 
+#: (operator, kind, count or value, faces, keep rule, expression, label)
 Item = tuple[str | None, int, int, int, Any, str, str | None]
+#: What a compiled plan returns: total, terms, the one-line text (with `` = total``) and dice_max.
+Run = Callable[[Dice], tuple[Number, list[dict[str, Any]], str, int]]
 
 
 class Simple:
-    """A flat plan: (operator, kind, count or value, faces, keep rule, expression, label) per item."""
+    """A flat plan (one ``Item`` per term) and the function compiled from it."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "run")
 
     def __init__(self, items: tuple[Item, ...]) -> None:
         self.items = items
+        self.run: Run = _compile(items)
 
-    def run(self, rng: Dice) -> tuple[Number, list[dict[str, Any]], str, int]:
-        """Roll the plan: total, terms, text (without the total) and dice_max.
 
-        The ``dice`` list is left to ``dice_of`` (on first use): in a plan the terms list every die in
-        the order rolled, so the list can be read off them.
-        """
-        terms: list[dict[str, Any]] = []
-        text: list[str] = []
-        total = 0
-        dice_max = 0
-        rolls = 0
-        for op, kind, n, faces, keep, expression, flavor in self.items:
-            if op is not None:
-                terms.append({"type": "operator", "op": op})
-                text.append(op)
-            if kind == _NUMBER:
-                value = n
-                if flavor is None:
-                    terms.append({"type": "number", "value": n})
-                    text.append(expression)
-                else:
-                    terms.append({"type": "number", "value": n, "flavor": flavor})
-                    text.append(expression)
+def _explode(rng: Dice, faces: int, n: int, spent: int) -> tuple[list[dict[str, Any]], int, str, int]:
+    """Foundry's bare ``x``: an extra die for every maximum, new dice included.
+
+    Returns the results, their sum, the shown faces and how many extra dice exploding rolled
+    (``spent`` counts every roll of the formula so far, these ``n`` dice included).
+    """
+    roll = rng.roll
+    first = [roll(faces)] if n == 1 else _many(rng)(faces, n)
+    results: list[dict[str, Any]] = [{"result": v, "active": True} for v in first]
+    extra = 0
+    depth = [0] * n
+    i = 0
+    while i < len(results):
+        r = results[i]
+        if r["result"] == faces:
+            r["exploded"] = True
+            if depth[i] >= MAX_CHAIN:
+                chain_limit()
+            extra += 1
+            if spent + extra > MAX_ROLLS:
+                rolls_limit()
+            results.append({"result": roll(faces), "active": True})
+            depth.append(depth[i] + 1)
+        i += 1
+    value = 0
+    parts = []
+    for r in results:
+        v = r["result"]
+        value += v
+        parts.append(f"{v}!" if "exploded" in r else str(v))
+    return results, value, ", ".join(parts), extra
+
+
+def _keep_many(values: list[int], discard: int, lowest_first: bool) -> tuple[list[dict[str, Any]], int, str]:
+    """Keep/drop that discards two or more dice: results, kept sum and shown faces.
+
+    A stable sort puts equal values in rolling order (also when reversed), so among equal values the
+    earlier die is discarded first, as Foundry VTT does (``rules.dice.common.keep_or_drop``).
+    """
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=not lowest_first)
+    dropped = set(order[:discard])
+    results: list[dict[str, Any]] = []
+    parts = []
+    total = 0
+    for i, v in enumerate(values):
+        if i in dropped:
+            results.append({"result": v, "active": False, "discarded": True})
+            parts.append(f"~~{v}~~")
+        else:
+            results.append({"result": v, "active": True})
+            parts.append(str(v))
+            total += v
+    return results, total, ", ".join(parts)
+
+
+def _many(rng: Dice) -> Callable[[int, int], list[int]]:
+    batch: Callable[[int, int], list[int]] | None = getattr(rng, "rolls", None)
+    if batch is not None:
+        return batch
+    roll = rng.roll
+    return lambda faces, n: [roll(faces) for _ in range(n)]
+
+
+def _shown_faces(var: str, n: int) -> str:
+    """f-string source listing the faces in the list ``var``: ``{r0[0]}, {r0[1]}`` or a join."""
+    if n <= _SPELLED_OUT:
+        return ", ".join(f"{{{var}[{j}]}}" for j in range(n))
+    return f"{{', '.join(map(str, {var}))}}"
+
+
+def _compile(items: tuple[Item, ...]) -> Run:
+    consts: dict[str, object] = {}
+    names: dict[str, str] = {}
+
+    def const(value: str) -> str:
+        name = names.get(value)
+        if name is None:
+            name = names[value] = f"K{len(consts)}"
+            consts[name] = value
+        return name
+
+    body: list[str] = []
+    needs_many = any(kind in (_PLAIN, _KEEP) and n != 1 for _, kind, n, *_ in items)
+    if needs_many:
+        body.append("many = _many(rng)")
+    if any(kind in (_PLAIN, _KEEP) and n == 1 for _, kind, n, *_ in items):
+        body.append("roll = rng.roll")
+    terms: list[str] = []
+    text: list[str] = []
+    total: list[str] = []
+    dice_max = 0
+    spent = 0  # dice asked for so far; the run-time "extra" counts the dice explosions added
+    exploding = False
+    for i, (op, kind, n, faces, keep, expression, flavor) in enumerate(items):
+        if op is not None:
+            assert op in ("+", "-")
+            terms.append(f"{{'type': 'operator', 'op': '{op}'}}")
+            text.append(f" {op} ")
+        if kind == _NUMBER:
+            assert type(n) is int
+            label = "" if flavor is None else f", 'flavor': {const(flavor)}"
+            terms.append(f"{{'type': 'number', 'value': {n}{label}}}")
+            text.append(f"{{{const(expression)}}}")
+            total.append(f"{op or ''} {n}")
+            continue
+        assert type(n) is int
+        assert type(faces) is int
+        spent += n
+        value = f"s{i}"
+        modifiers = "[]"
+        if kind == _EXPLODE:
+            exploding = True
+            body.append(f"res{i}, {value}, shown{i}, e{i} = _explode(rng, {faces}, {n}, {spent} + extra)")
+            body.append(f"extra += e{i}")
+            results = f"res{i}"
+            shown = f"{{shown{i}}}"
+            modifiers = "['x']"
+            dice_max += n * faces
+        elif n == 1 and kind == _PLAIN:
+            body.append(f"{value} = roll({faces})")
+            results = f"[{{'result': {value}, 'active': True}}]"
+            shown = f"{{{value}}}"
+            dice_max += faces
+        else:
+            body.append(f"r{i} = many({faces}, {n})" if n != 1 else f"r{i} = [roll({faces})]")
+            discard = 0
+            if kind == _KEEP:
+                keep_flag, highest, count, mod_text = keep
+                modifiers = f"[{const(mod_text)}]"
+                kept = min(n, max(count, 0)) if keep_flag else max(n - count, 0)
+                discard = n - kept
+                dice_max += kept * faces
+                lowest_first = keep_flag == highest
             else:
-                rolls += n
-                modifiers: list[str] = []
-                if n == 1:
-                    value = rng.roll(faces)
-                    results = [{"result": value, "active": True}]
-                    values = [value]
-                else:
-                    values = roll_many(rng, faces, n)
-                    results = [{"result": v, "active": True} for v in values]
-                if kind == _PLAIN:
-                    if n != 1:
-                        value = sum(values)
-                    shown = ", ".join(map(str, values))
-                    dice_max += n * faces
-                elif kind == _KEEP:
-                    keep_flag, highest, count, mod_text = keep
-                    keep_or_drop(results, count, keep=keep_flag, highest=highest)
-                    value = 0
-                    parts = []
-                    for r in results:
-                        v = r["result"]
-                        if r["active"]:
-                            value += v
-                            parts.append(str(v))
-                        else:
-                            parts.append(f"~~{v}~~")
-                    shown = ", ".join(parts)
-                    dice_max += kept_after(n, count, keep=keep_flag) * faces
-                    modifiers = [mod_text]
-                else:  # _EXPLODE: Foundry's bare "x", an extra die for every maximum, new dice included
-                    depth = [0] * n
-                    i = 0
-                    while i < len(results):
-                        r = results[i]
-                        if r["result"] == faces:
-                            r["exploded"] = True
-                            if depth[i] >= MAX_CHAIN:
-                                chain_limit()
-                            rolls += 1
-                            if rolls > MAX_ROLLS:
-                                rolls_limit()
-                            results.append({"result": rng.roll(faces), "active": True})
-                            depth.append(depth[i] + 1)
-                        i += 1
-                    value = 0
-                    parts = []
-                    for r in results:
-                        v = r["result"]
-                        value += v
-                        parts.append(f"{v}!" if "exploded" in r else str(v))
-                    shown = ", ".join(parts)
-                    dice_max += n * faces
-                    modifiers = ["x"]
-                term = {
-                    "type": "die",
-                    "number": n,
-                    "faces": faces,
-                    "kind": "standard",
-                    "modifiers": modifiers,
-                    "results": results,
-                    "total": value,
-                    "expression": expression,
-                }
-                if flavor is not None:
-                    term["flavor"] = flavor
-                    text.append(f"{expression}[{flavor}] ({shown})")
-                else:
-                    text.append(f"{expression} ({shown})")
-                terms.append(term)
-            total = total - value if op == "-" else total + value
-        if not -MAX_NUMBER <= total <= MAX_NUMBER:
-            norm(total)
-        return total, terms, " ".join(text), dice_max
+                dice_max += n * faces
+            if discard == 0:
+                body.append(f"{value} = sum(r{i})")
+                results = f"[{{'result': v, 'active': True}} for v in r{i}]"
+                shown = _shown_faces(f"r{i}", n)
+            elif discard == 1:
+                pick = "min" if lowest_first else "max"
+                # index() finds the first of equal values: the earlier die is the one discarded.
+                body.append(f"x{i} = r{i}.index({pick}(r{i}))")
+                body.append(f"res{i} = [{{'result': v, 'active': True}} for v in r{i}]")
+                body.append(f"res{i}[x{i}] = {{'result': r{i}[x{i}], 'active': False, 'discarded': True}}")
+                body.append(f"{value} = sum(r{i}) - r{i}[x{i}]")
+                body.append(f"p{i} = list(map(str, r{i}))")
+                body.append(f"p{i}[x{i}] = '~~' + p{i}[x{i}] + '~~'")
+                results = f"res{i}"
+                shown = f"{{', '.join(p{i})}}"
+            else:
+                body.append(f"res{i}, {value}, shown{i} = _keep_many(r{i}, {discard}, {lowest_first})")
+                results = f"res{i}"
+                shown = f"{{shown{i}}}"
+        label = "" if flavor is None else f", 'flavor': {const(flavor)}"
+        terms.append(
+            f"{{'type': 'die', 'number': {n}, 'faces': {faces}, 'kind': 'standard', "
+            f"'modifiers': {modifiers}, 'results': {results}, 'total': {value}, "
+            f"'expression': {const(expression)}{label}}}"
+        )
+        shown_label = "" if flavor is None else f"[{{{const(flavor)}}}]"
+        text.append(f"{{{const(expression)}}}{shown_label} ({shown})")
+        total.append(f"{op or ''} {value}")
+    if exploding:
+        body.insert(0, "extra = 0")
+    body.append(f"total = {' '.join(total)}")
+    # Sums of checked numbers and dice can still pass the largest exact integer: norm() refuses them.
+    body.append(f"if not -{MAX_NUMBER} <= total <= {MAX_NUMBER}:")
+    body.append("    norm(total)")
+    term_list = ", ".join(terms)
+    line = "".join(text)
+    body.append(f'return total, [{term_list}], f"{line} = {{total}}", {dice_max}')
+    source = "def run(rng):\n" + "".join(f"    {line}\n" for line in body)
+    namespace: dict[str, Any] = {
+        "_many": _many,
+        "_explode": _explode,
+        "_keep_many": _keep_many,
+        "norm": norm,
+        **consts,
+    }
+    exec(compile(source, "<rules.dice plan>", "exec"), namespace)  # noqa: S102 (see the module docstring)
+    run: Run = namespace["run"]
+    run.__doc__ = source  # kept for reading in a debugger
+    return run
 
 
 def dice_of(terms: list[dict[str, Any]]) -> list[Die]:
