@@ -46,6 +46,15 @@ function sessionKey(token) {
   return `tablerelay.session.${token.slice(-32)}`;
 }
 
+/** True when this browser has joined with this token before (its session is stored). */
+export function hasSession(token) {
+  try {
+    return Boolean(localStorage.getItem(sessionKey(token)));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Connect with the fragment's token, rejoining as the same participant after a reload (the welcome's
  * session token is kept in localStorage, per invite).
@@ -162,7 +171,7 @@ function faceText(die) {
   return str(die.value);
 }
 
-function oneDie(faces, value, { role, kept = true, exploded = false, big = false } = {}) {
+function oneDie(faces, value, { role, kept = true, exploded = false, big = false, fate = false } = {}) {
   const classes = ["die", shapeClass(faces)];
   if (!kept) classes.push("dropped");
   if (exploded) classes.push("exploded");
@@ -171,7 +180,7 @@ function oneDie(faces, value, { role, kept = true, exploded = false, big = false
     classes.push("max");
   }
   if (big) classes.push("big");
-  const words = [`d${str(faces)}`, `showing ${value}`];
+  const words = [fate ? "Fate die" : `d${str(faces)}`, `showing ${value}`];
   if (role) words.unshift(role);
   if (!kept) words.push("dropped");
   if (exploded) words.push("exploded");
@@ -208,7 +217,7 @@ export function diceRow(result) {
       h(
         "span",
         { class: "die-wrap" },
-        oneDie(die.faces, faceText(die), { role, kept, exploded: die.exploded === true, big }),
+        oneDie(die.faces, faceText(die), { role, kept, exploded: die.exploded === true, big, fate: die.kind === "fate" }),
         showRole ? h("span", { class: "die-role", "aria-hidden": "true" }, role === "attribute" ? "attr" : role) : null,
       ),
     );

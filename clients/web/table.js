@@ -1,6 +1,6 @@
 // /table: the GM and player page. The same feed as /watch, plus a roll form for every system, reveal
 // buttons for sealed rolls this user may open, and Fear/Hope controls. The token rides in the fragment.
-import { Feed, bindPage, connectFromPage, h, showStatus, FEAR_MAX, HOPE_MAX } from "/web/feed.js";
+import { Feed, bindPage, connectFromPage, h, hasSession, showStatus, FEAR_MAX, HOPE_MAX } from "/web/feed.js";
 import { SYSTEM_FORMS, parseInteger } from "/web/systems.js";
 
 const $ = (id) => document.getElementById(id);
@@ -119,7 +119,7 @@ function buildField(field) {
         "fieldset",
         { class: "field wide" },
         h("legend", {}, field.label),
-        h("div", { class: "fields" }, field.letters.map((l, i) => h("label", { class: "field" }, h("span", {}, l), els[i]))),
+        h("div", { class: "fields letters" }, field.letters.map((l, i) => h("label", { class: "field" }, h("span", {}, l), els[i]))),
       );
       const read = () => {
         const value = {};
@@ -251,9 +251,8 @@ function readIntent(systemId) {
 
 // ---- page ----------------------------------------------------------------------------------------------
 
-const nameInput = $("name");
-nameInput.value = stored(NAME_KEY) ?? "";
-const relay = connectFromPage({ name: nameInput.value.trim() || undefined });
+const params = new URLSearchParams(location.search);
+const relay = connectFromPage({ name: params.get("name") || stored(NAME_KEY) || undefined });
 
 const systemSelect = $("system");
 for (const s of SYSTEM_FORMS) systemSelect.append(h("option", { value: s.id }, s.name));
@@ -264,7 +263,6 @@ systemSelect.addEventListener("change", () => {
   showSystem(systemSelect.value);
 });
 $("system-fields").addEventListener("change", updateConditional);
-nameInput.addEventListener("change", () => store(NAME_KEY, nameInput.value.trim()));
 
 if (!relay) {
   $("feed").replaceChildren(h("div", { class: "notice" }, h("p", {}, "This page needs a table link: ", h("code", {}, "/table#TOKEN"), " with a GM or player token.")));
@@ -340,7 +338,6 @@ if (!relay) {
     document.title = `${welcome.room?.name ?? "tablerelay"} · table`;
     const you = welcome.you ?? {};
     $("you").replaceChildren("You: ", h("b", {}, you.name ?? "?"), ` (${you.role === "gm" ? "GM" : you.role ?? ""})`);
-    if (!nameInput.value && you.name) nameInput.value = you.name;
     if (you.role === "spectator") {
       $("roll-button").disabled = true;
       $("form-error").textContent = "This is a spectator link: it can watch but not roll. Ask the GM for a player link.";
@@ -374,6 +371,28 @@ if (!relay) {
     }
   });
 
-  relay.connect().catch(() => {});
   window.tablerelay = relay;
+  if (hasSession(relay.token) || params.get("name")) {
+    relay.connect().catch(() => {}); // the close listener explains a refusal
+  } else {
+    // A first visit with this link: ask for a name before joining, so the table never sees "Player 3f2a".
+    const join = $("join-form");
+    const rollForm = $("roll-form");
+    join.hidden = false;
+    rollForm.hidden = true;
+    $("status").textContent = "Not joined yet";
+    $("name").value = stored(NAME_KEY) ?? "";
+    $("name").focus();
+    join.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const name = $("name").value.trim();
+      if (name) {
+        store(NAME_KEY, name);
+        relay.name = name;
+      }
+      join.hidden = true;
+      rollForm.hidden = false;
+      relay.connect().catch(() => {});
+    });
+  }
 }
