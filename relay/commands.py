@@ -14,7 +14,7 @@ from typing import Any
 from relay import auth, logs
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
-from relay.log.sqlite import connect, create_room_sync, get_room_sync, list_rooms_sync
+from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> Config:
@@ -35,6 +35,7 @@ def serve_command(args: argparse.Namespace) -> int:
             args, host=args.host, port=args.port, log_format=args.log_format, log_level=args.log_level
         )
         logs.configure(config.log_format, config.log_level)
+        _check(config)
     except (ConfigError, ValueError) as exc:
         return _fail(str(exc))
 
@@ -55,6 +56,22 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _check(config: Config) -> None:
+    """Refuse settings that would only fail later, with a sentence naming the setting."""
+    if config.synchronous not in SYNCHRONOUS:
+        raise ConfigError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {config.synchronous!r}.")
+    if config.log_format not in ("auto", "json", "console"):
+        raise ConfigError(f"log_format must be auto, json or console; got {config.log_format!r}.")
+    if not 0 <= config.port <= 65535:
+        raise ConfigError(f"port must be from 0 to 65535; got {config.port}.")
+    limits = config.limits
+    for name in ("max_frame", "burst", "max_rooms", "max_members", "send_queue", "history", "resume_max"):
+        if getattr(limits, name) < 1:
+            raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
+    if limits.rate <= 0 or limits.hello_timeout <= 0:
+        raise ConfigError("limits.rate and limits.hello_timeout must be positive.")
 
 
 def _public_base(config: Config) -> str:

@@ -41,7 +41,7 @@ def use_json(log_format: str, stream: TextIO) -> bool:
 def configure(log_format: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
     stream = stream if stream is not None else sys.stderr
     if level not in LEVELS:
-        raise ValueError(f"log_level must be one of {', '.join(LEVELS)}; got {level!r}")
+        raise ValueError(f"log_level must be one of {', '.join(LEVELS)}; got {level!r}.")
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         add_request,

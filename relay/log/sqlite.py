@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (room, seq)
 ) WITHOUT ROWID;
 """
-SYNCHRONOUS = ("off", "normal", "full", "extra")
+SYNCHRONOUS = ("normal", "full", "extra")  # "off" could corrupt the file on power loss
 MAX_BATCH = 1024  # appends per transaction; more wait for the next one
 READ_CHUNK = 5000
 

@@ -1,0 +1,189 @@
+"""Fan-out without sockets: shared encodings, coalesced writes, the welcome floor, slow sockets."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgpack
+
+from relay import protocol
+from relay.fanout import Outbox, broadcast
+from relay.room import Session
+from relay.state import Member, RoomState, fold
+from relay.visibility import body_of, seal
+
+
+class Sink:
+    """A socket that takes writes while ``open_`` and keeps them; ``writable`` waits for ``drained``."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.open_ = True
+        self.drained = asyncio.Event()
+        self.drained.set()
+
+    def ready(self) -> bool:
+        return self.open_
+
+    def write(self, chunks: list[bytes]) -> None:
+        self.writes.append(b"".join(chunks))
+
+    async def writable(self) -> bool:
+        await self.drained.wait()
+        return True
+
+    def frames(self) -> list[dict[str, Any]]:
+        """Split what was written back into WebSocket frames and decode them."""
+        data = b"".join(self.writes)
+        out = []
+        while data:
+            assert data[0] == 0x82, "binary, final, unmasked"
+            n, at = data[1], 2
+            if n == 126:
+                n, at = int.from_bytes(data[2:4], "big"), 4
+            elif n == 127:
+                n, at = int.from_bytes(data[2:10], "big"), 10
+            out.append(msgpack.unpackb(data[at : at + n], raw=False))
+            data = data[at + n :]
+        return out
+
+
+class Sub:
+    def __init__(self, limit: int = 100) -> None:
+        self.outbox = Outbox(limit)
+
+
+def member(pid: str, role: str) -> Member:
+    return Member(pid, pid.upper(), role)
+
+
+def rec(seq: int, kind: str = "join", **fields: Any) -> dict[str, Any]:
+    base = {
+        "seq": seq,
+        "epoch": "e",
+        "ts": seq,
+        "kind": kind,
+        "actor": member("p1", "player").wire(),
+        "visibility": "public",
+    }
+    if kind == "join":
+        base["member"] = member(f"m{seq}", "player").wire()
+    base.update(fields)
+    return base
+
+
+def roll(seq: int, visibility: str) -> dict[str, Any]:
+    r = rec(seq, "roll", visibility=visibility, label="Hidden", intent={"system": "x"}, result={"total": 7})
+    if visibility != "public":
+        r["sealed"] = seal(body_of(r))
+    return r
+
+
+def test_framing_matches_rfc6455() -> None:
+    for n in (0, 125, 126, 65535, 65536, 70000):
+        frame = protocol.framed(b"x" * n)
+        assert frame[0] == 0x82
+        header = 2 if n < 126 else 4 if n < 65536 else 10
+        assert len(frame) == header + n
+
+
+async def test_events_committed_together_are_one_write_per_socket() -> None:
+    subs = {Sub(): Session(member("p1", "player")), Sub(): Session(member("g", "gm"))}
+    sinks = []
+    for sub in subs:
+        sink = Sink()
+        sinks.append(sink)
+        asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    await asyncio.sleep(0)
+    records = [rec(1), rec(2), roll(3, "public"), rec(4)]
+    state = fold(records)
+    broadcast(records, subs, state, lambda s: None)
+    await asyncio.sleep(0)
+    for sink in sinks:
+        assert len(sink.writes) == 1, "one write for the whole group"
+        assert [f["seq"] for f in sink.frames()] == [1, 2, 3, 4]
+    # And the very same bytes went to both sockets.
+    assert sinks[0].writes[0] == sinks[1].writes[0]
+
+
+async def test_hidden_rolls_split_the_group_by_audience() -> None:
+    p1, p2, gm = Sub(), Sub(), Sub()
+    subs = {
+        p1: Session(member("p1", "player")),
+        p2: Session(member("p2", "player")),
+        gm: Session(member("g", "gm")),
+    }
+    sinks = {sub: Sink() for sub in subs}
+    for sub, sink in sinks.items():
+        asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    await asyncio.sleep(0)
+    records = [rec(1), roll(2, "gm"), rec(3)]
+    broadcast(records, subs, fold(records), lambda s: None)
+    await asyncio.sleep(0)
+    seen = {sub: sinks[sub].frames() for sub in subs}
+    assert [f["seq"] for f in seen[p2]] == [1, 2, 3]
+    assert seen[p2][1]["sealed"] is True
+    assert "label" not in seen[p2][1]
+    assert b"Hidden" not in b"".join(sinks[p2].writes)
+    assert seen[p1][1]["label"] == "Hidden", "the roller of a gm roll sees it"
+    assert seen[gm][1]["label"] == "Hidden"
+
+
+async def test_the_welcome_floor_drops_what_the_history_held() -> None:
+    sub = Sub()
+    subs = {sub: Session(member("p1", "player"))}
+    state = RoomState()
+    records = [rec(i) for i in range(1, 7)]
+    for r in records:
+        state.apply(r)
+    # Queued before the welcome: events 1-3 one by one, then 4-6 as one group.
+    for r in records[:3]:
+        broadcast([r], subs, state, lambda s: None)
+    broadcast(records[3:], subs, state, lambda s: None)
+    sub.outbox.put(protocol.framed(protocol.encode({"t": "pong", "id": "x"})))
+    sink = Sink()
+    task = asyncio.get_running_loop().create_task(sub.outbox.run(4, sink))  # the welcome held up to seq 4
+    await asyncio.sleep(0)
+    assert [f.get("seq", f["t"]) for f in sink.frames()] == [5, 6, "pong"]
+    sub.outbox.close()
+    await task
+
+
+async def test_a_socket_that_keeps_up_is_never_overflowed() -> None:
+    sub = Sub(limit=3)
+    subs = {sub: Session(member("p1", "player"))}
+    sink = Sink()
+    asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    await asyncio.sleep(0)
+    records = [rec(i) for i in range(1, 11)]
+    state = fold(records)
+    dropped: list[Any] = []
+    for r in records:  # ten events in one loop iteration, limit three
+        broadcast([r], subs, state, dropped.append)
+    await asyncio.sleep(0)
+    assert dropped == []
+    assert [f["seq"] for f in sink.frames()] == list(range(1, 11))
+
+
+async def test_a_socket_that_stops_reading_is_overflowed_and_gets_a_gapless_prefix() -> None:
+    sub = Sub(limit=3)
+    subs = {sub: Session(member("p1", "player"))}
+    sink = Sink()
+    asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    await asyncio.sleep(0)
+    records = [rec(i) for i in range(1, 11)]
+    state = fold(records)
+    broadcast(records[:2], subs, state, lambda s: None)
+    await asyncio.sleep(0)
+    sink.open_ = False  # its buffer is full from here on
+    sink.drained.clear()
+    dropped: list[Any] = []
+    for r in records[2:]:
+        broadcast([r], subs, state, dropped.append)
+    await asyncio.sleep(0)
+    assert dropped == [sub]
+    assert sub.outbox.overflowed
+    assert [f["seq"] for f in sink.frames()] == [1, 2]
+    assert sub.outbox.put(b"late"), "puts after the close are ignored, not errors"
+    assert len(sub.outbox) == 0

@@ -1,0 +1,219 @@
+"""The server in-process over real sockets: gapless delivery while clients join and resume under load,
+and no hidden value in any byte outside the audience or in any log line."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from relay import auth, logs
+from relay.config import Config, Limits
+from relay.log.sqlite import connect as db_connect
+from relay.log.sqlite import create_room_sync
+from relay.server import run
+
+POWER = {"system": "drawsteel.power", "characteristic": 1}
+
+
+class Running:
+    def __init__(self, config: Config, url: str, secret: bytes) -> None:
+        self.config = config
+        self.url = url
+        self.secret = secret
+
+    def room(self) -> str:
+        conn = db_connect(self.config.db_path)
+        try:
+            return create_room_sync(conn, "Test", fear_max=12, hope_max=6, max_rooms=100).id
+        finally:
+            conn.close()
+
+    def token(self, room: str, role: str, sub: str | None = None) -> str:
+        return auth.issue(self.secret, room, role, sub=sub)
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Running]:
+    log_buffer = io.StringIO()
+    logs.configure("json", "debug", stream=log_buffer)
+    config = Config(
+        host="127.0.0.1",
+        port=0,
+        data=tmp_path / "data",
+        secret="test-secret-" + "x" * 40,
+        limits=Limits(rate=100_000, burst=100_000, send_queue=100_000),
+    )
+    stop = asyncio.Event()
+    ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        run(config, stop, on_ready=lambda srv, relay: ready.set_result(srv.sockets[0].getsockname()[1]))
+    )
+    port = await asyncio.wait_for(ready, 10)
+    running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
+    running.logs = log_buffer  # type: ignore[attr-defined]
+    try:
+        yield running
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+
+
+async def hello(url: str, token: str, **extra: Any) -> tuple[ClientConnection, dict[str, Any]]:
+    ws = await connect(url, max_size=None, max_queue=None)
+    await ws.send(msgpack.packb({"t": "hello", "v": 1, "token": token, **extra}))
+    welcome = msgpack.unpackb(await ws.recv(), raw=False)
+    assert welcome["t"] == "welcome", welcome
+    return ws, welcome
+
+
+async def collect_until(ws: ClientConnection, last: int) -> list[dict[str, Any]]:
+    events = []
+    while True:
+        frame = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False)
+        if frame["t"] == "event":
+            events.append(frame)
+            if frame["seq"] >= last:
+                return events
+
+
+async def test_joining_and_resuming_under_load_is_gapless(server: Running) -> None:
+    room = server.room()
+    gm, _ = await hello(server.url, server.token(room, "gm"))
+    rolls = 400
+    acks: list[int] = []
+
+    async def roller() -> None:
+        for i in range(rolls):
+            await gm.send(
+                msgpack.packb({"t": "roll", "id": f"r{i}", "intent": POWER, "visibility": "public"})
+            )
+            if i % 20 == 0:
+                await asyncio.sleep(0.005)
+
+    async def read_acks() -> None:
+        while len(acks) < rolls:
+            frame = msgpack.unpackb(await gm.recv(), raw=False)
+            if frame["t"] == "ack":
+                acks.append(frame["seq"])
+
+    reader = asyncio.create_task(read_acks())
+    writer = asyncio.create_task(roller())
+    joined: list[tuple[int, dict[str, Any], ClientConnection]] = []
+    first_ws, first = await hello(server.url, server.token(room, "spectator"))
+    for k in range(6):
+        await asyncio.sleep(0.03)
+        if k % 2:
+            ws, welcome = await hello(server.url, server.token(room, "spectator"))
+            joined.append((-1, welcome, ws))
+        else:
+            resume_at = max(0, first["seq"] + k)
+            ws, welcome = await hello(
+                server.url,
+                server.token(room, "spectator"),
+                resume={"epoch": first["epoch"], "seq": resume_at},
+            )
+            joined.append((resume_at, welcome, ws))
+    await writer
+    await reader
+    last = max(acks)
+    assert sorted(acks) == acks, "acks come back in seq order"
+    for resume_at, welcome, ws in [(-1, first, first_ws), *joined]:
+        history = [e["seq"] for e in welcome["history"]]
+        if resume_at >= 0 and welcome["recovered"]:
+            assert history == list(range(resume_at + 1, welcome["seq"] + 1)), "exactly the gap"
+        live = [e["seq"] for e in await collect_until(ws, last)]
+        seqs = history + live
+        start = seqs[0]
+        # Joins and leaves of the other watchers are interleaved; every seq must appear exactly once.
+        assert seqs == list(range(start, seqs[-1] + 1)), f"gap or duplicate: {seqs[:5]}…"
+        assert live[0] == welcome["seq"] + 1 if live else True
+        await ws.close()
+    await gm.close()
+
+
+async def test_hidden_values_never_reach_outsiders_or_logs(server: Running) -> None:
+    room = server.room()
+    gm, _ = await hello(server.url, server.token(room, "gm"))
+    player, _ = await hello(server.url, server.token(room, "player"))
+    spectator, _ = await hello(server.url, server.token(room, "spectator"))
+    raw: list[bytes] = []
+    secret_label = "TOPSECRET-LABEL-7d1c"
+    await player.send(
+        msgpack.packb(
+            {
+                "t": "roll",
+                "id": "hidden",
+                "intent": {"system": "drawsteel.power", "characteristic": 3, "bonus": 2},
+                "visibility": "blind",
+                "label": secret_label,
+            }
+        )
+    )
+    seq = None
+    while seq is None:
+        data = await asyncio.wait_for(spectator.recv(), 10)
+        assert isinstance(data, bytes)
+        raw.append(data)
+        frame = msgpack.unpackb(data, raw=False)
+        if frame.get("kind") == "roll":
+            seq = frame["seq"]
+            assert frame["sealed"] is True
+    # The roller of a blind roll sees only the placeholder too.
+    while True:
+        frame = msgpack.unpackb(await asyncio.wait_for(player.recv(), 10), raw=False)
+        if frame.get("kind") == "roll":
+            assert frame["sealed"] is True
+            assert "label" not in frame
+            break
+    full = None
+    while full is None:
+        frame = msgpack.unpackb(await asyncio.wait_for(gm.recv(), 10), raw=False)
+        if frame.get("kind") == "roll":
+            full = frame
+    assert full["label"] == secret_label
+    nonce_hex = None
+    await asyncio.sleep(0.2)
+    outsider = b"".join(raw)
+    assert secret_label.encode() not in outsider
+    assert b"drawsteel" not in outsider, "not even the system"
+    assert b"characteristic" not in outsider
+    log_text = server.logs.getvalue()  # type: ignore[attr-defined]
+    assert secret_label not in log_text
+    assert "characteristic" not in log_text
+    for line in log_text.splitlines():
+        record = json.loads(line)
+        assert "label" not in record
+        assert "intent" not in record
+        assert "result" not in record
+    # The reveal then publishes blob and nonce to everyone.
+    await gm.send(msgpack.packb({"t": "reveal", "id": "v", "seq": seq}))
+    while nonce_hex is None:
+        frame = msgpack.unpackb(await asyncio.wait_for(spectator.recv(), 10), raw=False)
+        if frame.get("kind") == "reveal":
+            nonce_hex = frame["nonce"].hex()
+            body = msgpack.unpackb(frame["blob"], raw=False)
+            assert body["label"] == secret_label
+    assert nonce_hex not in server.logs.getvalue()  # type: ignore[attr-defined]
+    for ws in (gm, player, spectator):
+        await ws.close()
+
+
+async def test_http_endpoints(server: Running) -> None:
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", int(server.url.rsplit(":", 1)[1].split("/")[0])
+    )
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    response = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"application/json" in head
+    assert json.loads(body)["status"] == "ok"
