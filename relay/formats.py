@@ -7,6 +7,7 @@ that rendering and one warning is logged, so the relay keeps working while the r
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ import structlog
 log = structlog.get_logger("relay.formats")
 
 _cache: dict[str, Callable[..., Any] | None] = {}
+_labels: dict[Callable[..., Any], bool] = {}
 
 
 def _renderer(name: str) -> Callable[..., Any] | None:
@@ -33,6 +35,18 @@ def _renderer(name: str) -> Callable[..., Any] | None:
     return fn
 
 
+def _takes_label(fn: Callable[..., Any]) -> bool:
+    """Whether the Foundry renderer takes the roll's label (as the message flavor)."""
+    cached = _labels.get(fn)
+    if cached is None:
+        try:
+            cached = "label" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            cached = False
+        _labels[fn] = cached
+    return cached
+
+
 def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:
     """``{"foundry": ..., "roll20": ...}`` for the requested formats that can be rendered."""
     out: dict[str, Any] = {}
@@ -41,7 +55,8 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
         fn = _renderer("to_foundry_message")
         if fn is not None:
             try:
-                out["foundry"] = fn(result, record["visibility"], gm_ids, record["actor"]["id"])
+                extra = {"label": record["label"]} if _takes_label(fn) else {}
+                out["foundry"] = fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra)
             except Exception:
                 log.exception("render_failed", format="foundry", seq=record["seq"])
     if "roll20" in formats:

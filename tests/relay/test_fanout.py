@@ -187,3 +187,43 @@ async def test_a_socket_that_stops_reading_is_overflowed_and_gets_a_gapless_pref
     assert [f["seq"] for f in sink.frames()] == [1, 2]
     assert sub.outbox.put(b"late"), "puts after the close are ignored, not errors"
     assert len(sub.outbox) == 0
+
+
+async def test_renderings_go_to_those_who_asked_and_only_in_full() -> None:
+    import rules
+    from rules.rng import Scripted
+
+    result = rules.resolve({"system": "drawsteel.power", "characteristic": 2}, rng=Scripted([3, 4]))
+    plain, vtt, outsider = Sub(), Sub(), Sub()
+    subs = {
+        plain: Session(member("p1", "player")),
+        vtt: Session(member("g", "gm"), frozenset({"foundry", "roll20"})),
+        outsider: Session(member("p2", "player"), frozenset({"foundry", "roll20"})),
+    }
+    sinks = {sub: Sink() for sub in subs}
+    for sub, sink in sinks.items():
+        asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    await asyncio.sleep(0)
+    public = rec(
+        1, "roll", visibility="public", label="Climb", intent={"system": "drawsteel.power"}, result=result
+    )
+    hidden = rec(
+        2, "roll", visibility="gm", label="Ambush", intent={"system": "drawsteel.power"}, result=result
+    )
+    hidden["sealed"] = seal(body_of(hidden))
+    records = [public, hidden]
+    state = fold(records)
+    state.participants["g"] = member("g", "gm")  # as if the GM had joined
+    broadcast(records, subs, state, lambda s: None)
+    await asyncio.sleep(0)
+    got = {sub: sinks[sub].frames() for sub in subs}
+    assert "foundry" not in got[plain][0]
+    assert "roll20" not in got[plain][0]
+    assert got[vtt][0]["roll20"]["chat"]
+    assert got[vtt][0]["foundry"]["rolls"]
+    assert got[vtt][1]["foundry"]["whisper"] == ["g", "p1"], (
+        "a gm roll is whispered to the GMs and the roller"
+    )
+    assert got[outsider][1]["sealed"] is True
+    assert "foundry" not in got[outsider][1]
+    assert b"Ambush" not in b"".join(sinks[outsider].writes)
