@@ -51,6 +51,9 @@ class Sizes:
     storage_seconds: float
     growth_members: tuple[int, ...]
     growth_rooms: tuple[tuple[int, int], ...]
+    growth_kinds: tuple[str, ...]
+    chain_divisor: int  # one-at-a-time runs send events // chain_divisor rolls
+    profile_members: int
 
 
 FULL = Sizes(
@@ -68,23 +71,29 @@ FULL = Sizes(
     storage_seconds=1.5,
     growth_members=(10, 100, 300, 1000, 5000),
     growth_rooms=((1, 1000), (10, 100), (100, 10)),
+    growth_kinds=("relay", "bare"),
+    chain_divisor=4,
+    profile_members=1000,
 )
 
 QUICK = Sizes(
     fanout_members=(100, 1000),
-    fanout_deliveries=50_000,
-    socketio_deliveries=10_000,
+    fanout_deliveries=30_000,
+    socketio_deliveries=8_000,
     repeats=1,
     latency_members=300,
     latency_rate=20.0,
-    latency_seconds=3.0,
-    memory_connections=1000,
+    latency_seconds=2.0,
+    memory_connections=500,
     traced_connections=0,
-    append_seconds=1.0,
+    append_seconds=0.7,
     append_shapes=((1, 1), (1, 10), (100, 1)),
-    storage_seconds=0.5,
+    storage_seconds=0.4,
     growth_members=(10, 100, 1000),
     growth_rooms=((1, 1000), (10, 100)),
+    growth_kinds=("relay",),
+    chain_divisor=4,
+    profile_members=1000,
 )
 
 
@@ -131,11 +140,8 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
             for kind in servers.KINDS:
                 budget = sizes.socketio_deliveries if kind == "socketio" else sizes.fanout_deliveries
                 events = fanout.events_for(members, budget)
-                prof = (
-                    run_dir / "profile-fanout.raw"
-                    if profile and kind == "relay" and members == 1000
-                    else None
-                )
+                chain = max(5, events // sizes.chain_divisor)
+                wanted = profile and kind == "relay" and members == sizes.profile_members
                 r = await fanout.measure(
                     kind,
                     run_dir,
@@ -143,12 +149,16 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                     rooms=1,
                     per_room=members,
                     events=events,
+                    chain_events=chain,
                     repeats=1 if kind == "socketio" else sizes.repeats,
-                    profile=prof,
+                    profile=run_dir / "profile-fanout" if wanted else None,
                 )
-                if r.pop("profile", None) is not None and prof is not None:
-                    results["profiles"]["fanout"] = _profile_of(r, prof)
-                _say(f"{servers.LABELS[kind]:>16} N={members:<5} {r['rate']:>10,.0f} deliveries/s")
+                for mode, summary in (r.pop("profile", None) or {}).items():
+                    results["profiles"][f"fanout_{mode}"] = {"scenario": _scenario(r), **summary}
+                _say(
+                    f"{servers.LABELS[kind]:>16} N={members:<5} burst {r['rate']:>10,.0f}/s"
+                    f"  one at a time {r.get('chain_rate', 0):>9,.0f}/s"
+                )
                 out.append(r)
         return out
 
@@ -207,12 +217,12 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 seconds=sizes.append_seconds,
                 profile=prof,
             )
-            results["profiles"]["appends"] = _profile_of(r, prof)
+            results["profiles"]["appends"] = {"scenario": _scenario(r), **r.pop("profile", {})}
         return out
 
     async def do_growth() -> dict[str, Any]:
         known = results["sections"].get("fanout") or []
-        kinds = ("relay", "bare")
+        kinds = sizes.growth_kinds
         members = await growth.measure(
             kinds,
             run_dir,
@@ -248,11 +258,8 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     return results
 
 
-def _profile_of(result: dict[str, Any], raw: Path) -> dict[str, Any]:
-    from bench.profile import summarise
-
-    summary = summarise(raw) if raw.exists() else {"error": "no profile written"}
-    return {"scenario": {k: v for k, v in result.items() if k not in ("runs", "profile")}, **summary}
+def _scenario(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k not in ("runs", "chain_runs", "profile")}
 
 
 def _say(text: str) -> None:

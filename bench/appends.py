@@ -60,6 +60,7 @@ async def measure(
                 )
             )
         await gather_expect(groups, "ready", 120)
+        sampler_result: dict[str, Any] | None = None
         for length in (warmup, seconds):
             sampler = Sampler(server.pid, profile) if profile is not None and length == seconds else None
             async with sampler or contextlib.nullcontext():
@@ -70,6 +71,8 @@ async def measure(
                 done = await gather_expect(groups, "done", length + 60)
                 cpu = server.process.cpu_seconds() - cpu0
                 client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
+            if sampler is not None:
+                sampler_result = sampler.result
     finally:
         await close_all(groups)
         await server.stop()
@@ -90,6 +93,7 @@ async def measure(
         "server_cpu": cpu / seconds,
         "client_cpu": client_cpu / seconds,
         "errors": errors,
+        **({"profile": sampler_result} if sampler_result is not None else {}),
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,14 @@ async def burst(
     receivers: list[Clients],
     events: int,
     *,
+    mode: str = "burst",
     on_start: Callable[[], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
-    """One burst of ``events`` rolls per room; the deliveries and the time they took."""
+    """``events`` rolls per room and the time every member took to get them.
+
+    ``mode`` "burst": sent as fast as the driver's socket takes them; "chain": one roll in flight per
+    room, the next sent once the driver (a member too) has the previous one's event.
+    """
     for group in receivers:
         group.send(cmd="go", expect=events, timeout=120)
     await gather_expect(receivers, "armed", 30)
@@ -88,8 +94,8 @@ async def burst(
         await on_start()
     pids = {"server": server_pid, "receivers": [g.proc.pid for g in receivers], "driver": [driver.proc.pid]}
     before = cpu_of(pids)
-    driver.send(cmd="burst", n=events, timeout=120)
-    sent = await driver.expect("burst", 150)
+    driver.send(cmd=mode, n=events, timeout=120)
+    sent = await driver.expect(mode, 150)
     done = await gather_expect(receivers, "done", 150)
     after = cpu_of(pids)
     received = sum(d["received"] for d in done)
@@ -100,7 +106,8 @@ async def burst(
         "events": events,
         "received": received,
         "expected": expected,
-        "complete": all(d["complete"] for d in done) and received == expected,
+        "complete": all(d["complete"] and d["min_conn"] == d["max_conn"] == events for d in done)
+        and received == expected,
         "elapsed": elapsed,
         "rate": received / elapsed if elapsed > 0 else 0.0,
         "acked": sent.get("acked"),
@@ -132,55 +139,91 @@ async def measure(
     rooms: int,
     per_room: int,
     events: int,
+    chain_events: int | None = None,
     repeats: int = 1,
     tag: str = "fanout",
     profile: Path | None = None,
+    profile_seconds: float = 2.5,
 ) -> dict[str, Any]:
     """Deliveries per second of roll events to ``rooms`` rooms of ``per_room`` members on a fresh server.
 
-    The best of ``repeats`` bursts is kept: on a shared machine, interference only ever slows a burst.
+    Bursts of ``events`` rolls per room, then (if ``chain_events``) chains of that many rolls, one in
+    flight per room. The best of ``repeats`` is kept for each: on a shared machine, interference only
+    ever slows a run down. ``profile`` adds py-spy samples of further bursts and chains (not counted).
     """
     server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}")
+    profiles: dict[str, Any] = {}
+    chains: list[dict[str, Any]] = []
     try:
         driver, receivers = await open_room_clients(
             server, run_dir, f"{tag}-{kind}-{rooms}x{per_room}", rooms, per_room
         )
         try:
-            await burst(
-                server.pid, driver, receivers, max(5, events // 10)
-            )  # warm-up: imports, caches, JIT in Node
-            runs = []
-            for _ in range(repeats):
-                runs.append(await burst(server.pid, driver, receivers, events))
-                if not runs[-1]["complete"]:
-                    break  # the sockets still hold the late events; another burst would count them
-                await asyncio.sleep(0.2)
-            profiled: dict[str, Any] | None = None
+            # Warm-up: imports and caches in the server, the JIT in the Node receivers.
+            await burst(server.pid, driver, receivers, max(5, events // 10))
+            runs = await _repeat(server.pid, driver, receivers, events, repeats, "burst")
+            if chain_events:
+                chains = await _repeat(server.pid, driver, receivers, chain_events, repeats, "chain")
             if profile is not None:
-                sampler = Sampler(server.pid, profile)
-                async with sampler:
-                    profiled = await burst(server.pid, driver, receivers, events)
-                profiled = {"burst": profiled, **sampler.result}
+                for mode, n in (("burst", events), ("chain", chain_events)):
+                    if not n:
+                        continue
+                    sampler = Sampler(server.pid, profile.with_suffix(f".{mode}.raw"))
+                    async with sampler:
+                        t0 = time.monotonic()
+                        while time.monotonic() - t0 < profile_seconds:
+                            await burst(server.pid, driver, receivers, n, mode=mode)
+                    profiles[mode] = sampler.result
         finally:
             await close_all([driver, *receivers])
     finally:
         await server.stop()
-    complete = [r for r in runs if r["complete"]]
-    if not complete:
-        raise BenchError(f"fan-out {kind} {rooms}x{per_room}: no burst delivered every event: {runs}")
-    best = max(complete, key=lambda r: r["rate"])
-    return {
+    best = _best(runs, f"fan-out {kind} {rooms}x{per_room}")
+    out = {
         "kind": kind,
         "rooms": rooms,
         "per_room": per_room,
         "members": rooms * per_room,
         "events": events,
-        "rate": best["rate"],
-        "elapsed": best["elapsed"],
-        # CPU microseconds per delivery: the work each side did, whatever share of the machine it got.
-        "server_cpu_us": 1e6 * best["cpu"]["server"] / best["received"],
-        "receiver_cpu_us": 1e6 * best["cpu"]["receivers"] / best["received"],
-        "server_busy": best["cpu"]["server"] / best["elapsed"],
+        **_figures(best, ""),
         "runs": runs,
-        "profile": profiled,
+    }
+    if chains:
+        out.update(_figures(_best(chains, f"fan-out chain {kind} {rooms}x{per_room}"), "chain_"))
+        out["chain_events"] = chain_events
+        out["chain_runs"] = chains
+    if profiles:
+        out["profile"] = profiles
+    return out
+
+
+async def _repeat(
+    pid: int, driver: Clients, receivers: list[Clients], events: int, repeats: int, mode: str
+) -> list[dict[str, Any]]:
+    runs = []
+    for _ in range(repeats):
+        runs.append(await burst(pid, driver, receivers, events, mode=mode))
+        if not runs[-1]["complete"]:
+            break  # the sockets still hold the late events; another run would count them
+        await asyncio.sleep(0.2)
+    return runs
+
+
+def _best(runs: list[dict[str, Any]], what: str) -> dict[str, Any]:
+    complete = [r for r in runs if r["complete"]]
+    if not complete:
+        raise BenchError(f"{what}: no run delivered every event: {runs}")
+    return max(complete, key=lambda r: r["rate"])
+
+
+def _figures(run: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {
+        f"{prefix}rate": run["rate"],
+        f"{prefix}elapsed": run["elapsed"],
+        # CPU microseconds per delivery: the work each side did, whatever share of the machine it got.
+        f"{prefix}server_cpu_us": 1e6 * run["cpu"]["server"] / run["received"],
+        f"{prefix}receiver_cpu_us": 1e6 * run["cpu"]["receivers"] / run["received"],
+        # Cores kept busy: below 1.0 the server was waiting (for receivers, or for a core).
+        f"{prefix}server_busy": run["cpu"]["server"] / run["elapsed"],
+        f"{prefix}receiver_busy": run["cpu"]["receivers"] / run["elapsed"],
     }

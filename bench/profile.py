@@ -117,7 +117,8 @@ def summarise(path: Path, top: int = 12) -> dict[str, Any]:
         if thread.startswith("process ") and len(frames) > 1:
             frames = frames[1:]
             thread = frames[0]
-        name = thread.split('"')[1] if '"' in thread else thread
+        # "thread (2077): MainThread" → "MainThread"
+        name = thread.split("): ", 1)[1] if "): " in thread else thread
         leaf = frames[-1]
         total += n
         threads[name] += n

@@ -223,11 +223,16 @@ async function driver() {
   const sends = []; // [target index, seq or null, request id, sent at]
   const ackSeq = new Map(); // request id -> seq
   const counters = config.targets.map(() => 0); // peers number their events per room; so do we
+  let chainNext = null;
   const jobs = config.targets.map((target) => () =>
     open(
       target,
       (data) => {
-        if (kind === "socketio" || data.length >= SMALL) return;
+        if (kind === "socketio" || data.length >= SMALL) {
+          // An event reached the driver itself: the next roll of a chain may go.
+          if (chainNext) chainNext();
+          return;
+        }
         const frame = decode(data);
         if (frame.t === "ack") {
           ackSeq.set(frame.id, frame.seq);
@@ -277,6 +282,44 @@ async function driver() {
       const tSent = now();
       const ok = await waitAcks(before + cmd.n * conns.length, (cmd.timeout || 60) * 1000);
       emit({ ev: "burst", t0, t_sent: tSent, acked: acked - before, complete: ok, t_acked: lastAck, errors });
+    } else if (cmd.cmd === "chain") {
+      // One roll in flight per target: the next is sent when the driver has received the previous
+      // one's event, so the server never has two rolls of a room to coalesce.
+      sends.length = 0;
+      const before = acked;
+      const t0 = now();
+      let remaining = cmd.n * conns.length;
+      let left = conns.map(() => cmd.n);
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, (cmd.timeout || 60) * 1000);
+        let turn = 0;
+        chainNext = () => {
+          remaining--;
+          if (remaining <= 0) {
+            clearTimeout(timer);
+            chainNext = null;
+            resolve();
+            return;
+          }
+          // Round-robin over the targets that still have rolls to send.
+          for (let k = 0; k < conns.length; k++) {
+            turn = (turn + 1) % conns.length;
+            if (left[turn] > 0) {
+              left[turn]--;
+              sendOne(turn);
+              return;
+            }
+          }
+        };
+        for (let t = 0; t < conns.length; t++) {
+          left[t]--;
+          sendOne(t);
+        }
+        remaining = cmd.n * conns.length;
+      });
+      chainNext = null;
+      const ok = await waitAcks(before + cmd.n * conns.length, 30000);
+      emit({ ev: "chain", t0, t_sent: now(), acked: acked - before, complete: ok, t_acked: lastAck, errors });
     } else if (cmd.cmd === "paced") {
       sends.length = 0;
       const before = acked;
