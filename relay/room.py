@@ -238,7 +238,7 @@ class Room:
     def _roll(self, session: Session, frame: protocol.Roll) -> list[Action]:
         if session.role == "spectator":
             return _error(session, "forbidden", "Spectators may watch but not roll.", frame.id)
-        seen = self.pending.rolls.get((session.id, frame.id))
+        seen = self.pending.roll_seq(session.id, frame.id)
         if seen is not None:
             return self._ack_later(seen, session, frame.id)
         try:

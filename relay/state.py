@@ -11,6 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Roll ids remembered per participant for idempotent retries. A retry comes seconds after the first try,
+#: so the most recent ids are the ones that matter; keeping all of them would grow without bound.
+ROLL_IDS_KEPT = 1024
+
 
 class FoldError(ValueError):
     """The log holds something the fold cannot apply (a gap, an unknown kind): the log is damaged."""
@@ -50,7 +54,7 @@ class RoomState:
     members: dict[str, Member] = field(default_factory=dict)  # joined and not yet left
     participants: dict[str, Member] = field(default_factory=dict)  # everyone who ever joined
     sealed: dict[int, Sealed] = field(default_factory=dict)
-    rolls: dict[tuple[str, str], int] = field(default_factory=dict)  # (participant, roll id) -> seq
+    rolls: dict[str, dict[str, int]] = field(default_factory=dict)  # participant -> roll id -> seq
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -61,7 +65,12 @@ class RoomState:
             actor = record["actor"]["id"]
             request = record.get("request")
             if isinstance(request, str):
-                self.rolls[(actor, request)] = seq
+                ids = self.rolls.get(actor)
+                if ids is None:
+                    ids = self.rolls[actor] = {}
+                ids[request] = seq
+                if len(ids) > ROLL_IDS_KEPT:
+                    del ids[next(iter(ids))]  # the oldest: dicts keep insertion order
             sealed = record.get("sealed")
             if sealed is not None:
                 self.sealed[seq] = Sealed(
@@ -76,6 +85,8 @@ class RoomState:
             if target is None:
                 raise FoldError(f"reveal at {seq} names {record['of']}, which is not a sealed roll")
             target.revealed = seq
+            # Published now; the roll's own record still holds everything a history needs.
+            target.blob = target.nonce = b""
         elif kind == "resource":
             if record["name"] == "fear":
                 self.fear = record["value"]
@@ -101,13 +112,18 @@ class RoomState:
             members=dict(self.members),
             participants=dict(self.participants),
             sealed={seq: dataclasses.replace(s) for seq, s in self.sealed.items()},
-            rolls=dict(self.rolls),
+            rolls={pid: dict(ids) for pid, ids in self.rolls.items()},
         )
 
     def is_hidden(self, seq: int) -> bool:
         """True while ``seq`` is a sealed roll that has not been revealed."""
         sealed = self.sealed.get(seq)
         return sealed is not None and sealed.revealed is None
+
+    def roll_seq(self, participant: str, request: str) -> int | None:
+        """The seq of ``participant``'s roll with id ``request``, if it is remembered."""
+        ids = self.rolls.get(participant)
+        return None if ids is None else ids.get(request)
 
     def gm_ids(self) -> list[str]:
         return [m.id for m in self.participants.values() if m.role == "gm"]

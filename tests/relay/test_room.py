@@ -523,3 +523,17 @@ def test_a_second_hello_is_a_bad_frame(table: Table) -> None:
     spec = table.join("spectator")
     reply = table.send(spec, {"t": "hello", "v": 1, "token": "x"})[0]
     assert reply["code"] == "bad_frame"
+
+
+def test_roll_ids_are_remembered_per_participant_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from relay import state
+
+    monkeypatch.setattr(state, "ROLL_IDS_KEPT", 3)
+    table = Table(scripted(*([5, 6] * 20)))
+    p1 = table.join("player")
+    seqs = [table.send(p1, roll(f"r{i}"))[0]["seq"] for i in range(5)]
+    assert table.send(p1, roll("r4")) == [{"t": "ack", "id": "r4", "seq": seqs[4]}]
+    assert table.send(p1, roll("r2")) == [{"t": "ack", "id": "r2", "seq": seqs[2]}]
+    fresh = table.send(p1, roll("r0"))[0]
+    assert fresh["seq"] == seqs[4] + 1, "an id older than the bound is a new roll"
+    assert table.refold() == table.room.committed
