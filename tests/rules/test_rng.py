@@ -7,6 +7,8 @@ pattern once and check that each face comes out exactly equally often, which no 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -66,6 +68,36 @@ def test_every_byte_pattern_maps_to_faces_equally(faces: int, width: int) -> Non
     assert (counts == accepted // faces).all()
     # Every draw at or above the limit was skipped: the buffer is used up exactly at the end.
     assert dice._pos == accepted * width
+
+
+@pytest.mark.parametrize(("faces", "width"), [(6, 1), (10, 1), (255, 1), (256, 1), (1000, 2)])
+def test_rejected_draws_in_the_middle_are_skipped(faces: int, width: int) -> None:
+    # The same draws as above in a scrambled order (an odd multiplier permutes 0..space-1), so the
+    # rejected ones are spread through the stream: each face still comes out exactly equally often,
+    # and the stream ends just after the last accepted draw, whether rolled one by one or in a batch.
+    space = 256**width
+    order = [v * 167 % space for v in range(space)]
+    stream = b"".join(v.to_bytes(width, "little") for v in order)
+    accepted = space - space % faces
+    last = max(i for i, v in enumerate(order) if v < accepted)
+    for batch in (False, True):
+        dice = SecureDice()
+        dice._buf, dice._pos = stream, 0
+        faces_out = dice.rolls(faces, accepted) if batch else [dice.roll(faces) for _ in range(accepted)]
+        counts = np.bincount(faces_out, minlength=faces + 1)[1:]
+        assert (counts == accepted // faces).all()
+        assert dice._pos == (last + 1) * width
+
+
+@pytest.mark.parametrize("faces", [2, 6, 10, 20, 100, 255, 256, 1000])
+def test_rolls_draws_what_roll_would_draw(faces: int) -> None:
+    one, batch = SecureDice(), SecureDice()
+    stream = os.urandom(16384)
+    one._buf = batch._buf = stream
+    count = 2000
+    singles = [one.roll(faces) for _ in range(count)]
+    assert batch.rolls(faces, count) == singles
+    assert batch._pos == one._pos
 
 
 @pytest.mark.parametrize("faces", [2, 3, 6, 7, 10, 12, 20, 100, 128, 255])
