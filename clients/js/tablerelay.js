@@ -238,6 +238,7 @@ export class TableRelay {
     this._ws = null;
     if (ws && ws.readyState <= 1) ws.close(NORMAL_CLOSURE);
     for (const request of this._pending.values()) request.reject(error);
+    for (const list of this._awaitingEvent.values()) for (const request of list) request.reject(error);
     this._pending.clear();
     this._awaitingEvent.clear();
     this._rejectReady?.(error);
@@ -280,12 +281,24 @@ export class TableRelay {
     return hello;
   }
 
+  /** A stored session token given to us that was refused (expired, another server): use the token instead. */
+  _dropStaleSession() {
+    if (!this._helloUsedSession || this._welcomed) return false;
+    this.session = null;
+    this._helloUsedSession = false;
+    return true;
+  }
+
   _afterClose(ws, code, reason) {
     this._ws = null;
     this._stopHeartbeat();
     this._welcomedOnSocket = false;
     if (this.status === "closed") return;
     if (FATAL_CLOSE_CODES.has(code)) {
+      if (this._dropStaleSession()) {
+        this._open();
+        return;
+      }
       this._stop(new TableRelayError("unauthorized", reason || `The server refused us (${code}).`, { closeCode: code }));
       return;
     }
@@ -420,6 +433,12 @@ export class TableRelay {
     }
     if (this.status === "closed" || !this._welcomedOnSocket) return; // a gap in the history: resuming
     this.seq = Math.max(this.seq, frame.seq ?? 0);
+    // Acked before a fresh start and not in its history: the event is stored, but we will never see it.
+    for (const [seq, list] of this._awaitingEvent) {
+      if (seq > this.seq) continue;
+      this._awaitingEvent.delete(seq);
+      for (const request of list) request.resolve(this._recent.get(seq) ?? { seq });
+    }
     // The welcome's state is the room as of its seq, whatever the history held.
     this.state = {
       fear: frame.state?.fear ?? 0,
@@ -527,9 +546,7 @@ export class TableRelay {
     });
     if (frame.id != null && this._settle(frame.id, (request) => request.reject(error))) return;
     if (!this._welcomedOnSocket && FATAL_ERROR_CODES.has(error.code)) {
-      if (this._helloUsedSession && !this._welcomed) {
-        // A stored session token that no longer works (expired, other server): join afresh with the token.
-        this.session = null;
+      if (this._dropStaleSession()) {
         this.reconnectNow();
         return;
       }

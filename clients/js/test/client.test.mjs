@@ -57,6 +57,16 @@ describe("hello and welcome", () => {
     assert.ok(!gm.state.members.some((m) => m.id === ana.you.id));
   });
 
+  test("a stale stored session falls back to the token instead of giving up", async () => {
+    const room = createRoom();
+    // A session signed by some other server (as a page might have kept): refused, then the token is used.
+    const forged = room.player.split(".").slice(0, 2).join(".") + ".c2lnbmF0dXJlIGZyb20gZWxzZXdoZXJl";
+    const client = await connect(room.player, { name: "Cy", session: forged });
+    assert.equal(client.status, "open");
+    assert.equal(client.you.name, "Cy");
+    assert.notEqual(client.session, forged);
+  });
+
   test("a session token rejoins as the same participant", async () => {
     const room = createRoom();
     const first = await connect(room.player, { name: "Bo" });
