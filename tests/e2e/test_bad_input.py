@@ -143,8 +143,10 @@ async def test_a_flood_is_rate_limited(server: Server, table: tuple[Client, Clie
     ids = [f"flood-{i}" for i in range(150)]
     for rid in ids:
         await attacker.send({"t": "ping", "id": rid})
-    elapsed = time.monotonic() - started
     last = await attacker.answer(ids[-1])
+    # The server handled every ping between the first send and the last answer: the bucket refilled for no
+    # longer than that.
+    elapsed = time.monotonic() - started
     assert last["t"] == "error", "the 150th ping in a burst must be refused"
     assert last["code"] == "rate_limited", last
     assert_sentence(last["message"])
@@ -152,9 +154,7 @@ async def test_a_flood_is_rate_limited(server: Server, table: tuple[Client, Clie
     pongs = sum(1 for f in answers if f["t"] == "pong")
     limited = sum(1 for f in answers if f["t"] == "error" and f["code"] == "rate_limited")
     assert limited >= 1
-    assert pongs <= 40 + 20 * (elapsed + 1) + 2, (
-        f"{pongs} pongs in {elapsed:.2f}s is more than the limit allows"
-    )
+    assert pongs <= 40 + 20 * elapsed + 2, f"{pongs} pongs in {elapsed:.2f}s is more than the limit allows"
     assert pongs >= 30, f"only {pongs} pings answered: the burst allowance is ~40"
     await asyncio.sleep(1.5)  # the bucket refills; the client was slowed, not thrown out
     await attacker.ping()
