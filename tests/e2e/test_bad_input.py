@@ -306,3 +306,26 @@ async def test_reveal_of_a_missing_roll_and_spend_without_fear(
     err = await gm.request({"t": "resource", "name": "fear", "op": "spend", "n": 1})
     assert err["code"] == "insufficient", err
     await assert_room_untouched(server, watcher, mark)
+
+
+async def test_no_client_field_chooses_a_die(server: Server, table: tuple[Client, Client]) -> None:
+    """Dice come from the server: intent arguments that would pick faces are refused, extra fields ignored."""
+    watcher, attacker = table
+    for extra in ({"dice": [10, 10]}, {"seed": 1}, {"rng": "scripted"}, {"natural": 20}):
+        err = await attacker.request({"t": "roll", "intent": {**POWER, **extra}, "visibility": "public"})
+        assert err["t"] == "error", f"{extra}: {err}"
+        assert err["code"] == "bad_intent", f"{extra}: {err}"
+    # Fields a roll frame does not have are not a way in either: rolled many times, the dice still vary.
+    forced = {"total": 99, "dice": [{"faces": 10, "value": 10, "kept": True}] * 2}
+    seen = set()
+    for _ in range(12):
+        reply = await attacker.request(
+            {"t": "roll", "intent": POWER, "visibility": "public", "result": forced, "dice": [10, 10]}
+        )
+        if reply["t"] == "error":
+            assert reply["code"] == "bad_frame", reply
+            return
+        ev = await watcher.event(reply["seq"])
+        assert ev["result"]["total"] != 99, ev
+        seen.add(tuple(d["value"] for d in ev["result"]["dice"]))
+    assert len(seen) > 1, "12 rolls of 2d10 all came up the same: P < 1e-20 for honest dice"

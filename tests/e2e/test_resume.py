@@ -128,3 +128,39 @@ async def test_retried_roll_returns_the_first_result(server: Server, room: Room,
     assert [e["result"] for e in events if e.get("label") == "only once"] == [ev["result"]]
     seqs = [e["seq"] for e in gm.events()]
     assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap and no duplicate"
+
+
+async def test_concurrent_rollers_every_member_sees_one_gapless_order(
+    server: Server, room: Room, clients: Any
+) -> None:
+    rollers = [await clients.join(server.url, room.player, f"roller{i}") for i in range(3)]
+    rollers.append(await clients.join(server.url, room.gm, "gm-roller"))
+    observers = [
+        await clients.join(server.url, room.gm, "gm-watch"),
+        await clients.join(server.url, room.player, "player-watch"),
+        await clients.join(server.url, room.spectator, "spec-watch"),
+    ]
+    starts = {c.label: c.welcome["seq"] for c in observers}
+
+    async def go(c: Client, n: int) -> list[int]:
+        frames = [
+            {"t": "roll", "id": c.new_id(), "intent": POWER, "visibility": VISIBILITIES[i % 4]}
+            for i in range(n)
+        ]
+        for f in frames:
+            await c.send(f)
+        return [(await c.answer(f["id"]))["seq"] for f in frames]
+
+    acked = await asyncio.gather(*(go(c, 15) for c in rollers))
+    seqs = sorted(s for batch in acked for s in batch)
+    assert len(set(seqs)) == 60, "every roll gets its own seq"
+    top = seqs[-1]
+    views = []
+    for c in observers:
+        await c.event(top)
+        got = [ev["seq"] for ev in c.events() if ev["seq"] > starts[c.label]]
+        assert got == list(range(starts[c.label] + 1, top + 1)), f"{c.label} saw a gap, a repeat or a reorder"
+        views.append({ev["seq"]: ev.get("sealed", False) for ev in c.events()})
+    # Everyone saw every roll, full or sealed, at the same seq.
+    for s in seqs:
+        assert all(s in v for v in views)

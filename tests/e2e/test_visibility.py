@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 import secrets
 from typing import Any
 
@@ -135,8 +136,11 @@ async def test_audiences_commitment_and_reveal(
             assert_sealed(ev)
     # The spectator asked for renderings: it gets them with what it may see, and never with a sealed roll.
     if spec in audience:
-        assert "foundry" in got["spec"], got["spec"]
-        assert "roll20" in got["spec"], got["spec"]
+        total = got["spec"]["result"]["total"]
+        assert got["spec"]["roll20"]["rollresult"]["total"] == total, got["spec"]["roll20"]
+        foundry_roll = got["spec"]["foundry"]["rolls"][0]
+        foundry_roll = json.loads(foundry_roll) if isinstance(foundry_roll, str) else foundry_roll
+        assert foundry_roll["total"] == total, got["spec"]["foundry"]
     for c in (gm, p1, p2):
         assert "foundry" not in got[c.label], "renderings only when asked"
         assert "roll20" not in got[c.label], "renderings only when asked"
