@@ -113,6 +113,8 @@ class Relay:
         self._loading: dict[str, asyncio.Future[RoomHandle | None]] = {}
         self.connections: set[Connection] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
+        self._sockets: set[ServerConnection] = set()
+        self.stopping = False
         self._inflight: set[Pending] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -279,6 +281,7 @@ class Relay:
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
+        self._sockets.add(ws)
         conn = Connection(ws, self.config)
         try:
             with structlog.contextvars.bound_contextvars(conn=conn.cid):
@@ -291,6 +294,7 @@ class Relay:
                 await ws.close(1011, "Internal error.")
         finally:
             self._handlers.discard(task)
+            self._sockets.discard(ws)
 
     async def _refuse(self, conn: Connection, code: int, reason: str) -> None:
         logger.info("refused", code=code, reason=reason)
@@ -314,6 +318,9 @@ class Relay:
             return
         if not isinstance(hello, protocol.Hello):
             await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, "The first frame must be a hello.")
+            return
+        if self.stopping:
+            await self._refuse(conn, protocol.CLOSE_GOING_AWAY, "The server is shutting down.")
             return
         wanted_room = self._room_in_query(ws)
         try:
@@ -394,8 +401,8 @@ class Relay:
             logger.exception("send_failed", conn=conn.cid)
 
     def _on_message(self, handle: RoomHandle, conn: Connection, message: str | bytes) -> None:
-        if conn.closing:
-            return
+        if conn.closing or self.stopping:
+            return  # while stopping, nothing new starts; a client resends after it resumes
         conn.frames += 1
         token = REQUEST.set(f"{conn.cid}.{conn.frames}")
         try:
@@ -472,10 +479,21 @@ class Relay:
             )
         return _response(404, b"Not found.\n", "text/plain; charset=utf-8")
 
-    async def close_all(self) -> None:
-        """Wait for every socket handler to finish (after the server closed the sockets)."""
+    async def shutdown(self, server: Server) -> None:
+        """Stop accepting, finish the appends under way (their acks and events go out), close with 1001."""
+        self.stopping = True
+        server.close(close_connections=False)
+        await self.drain()
+        for _ in range(3):  # the broadcast and outbox flushes the last commits scheduled
+            await asyncio.sleep(0)
+        closing = [
+            ws.close(protocol.CLOSE_GOING_AWAY, "The server is shutting down; reconnect and resume.")
+            for ws in list(self._sockets)
+        ]
+        await asyncio.gather(*closing, return_exceptions=True)
         if self._handlers:
             await asyncio.wait(list(self._handlers), timeout=15)
+        await server.wait_closed()
 
 
 class SocketSink:
@@ -569,9 +587,7 @@ async def run(
                 on_ready(server, relay)
             await stop.wait()
             logger.info("stopping", connections=len(relay.connections))
-            server.close()  # stop accepting, close every socket with 1001
-            await server.wait_closed()
-            await relay.close_all()
+            await relay.shutdown(server)
         await relay.drain()
     finally:
         await log.close()

@@ -217,3 +217,48 @@ async def test_http_endpoints(server: Running) -> None:
     assert head.startswith(b"HTTP/1.1 200")
     assert b"application/json" in head
     assert json.loads(body)["status"] == "ok"
+
+
+async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path: Path) -> None:
+    from relay.log.sqlite import SqliteLog
+
+    logs.configure("json", "info", stream=io.StringIO())
+    config = Config(
+        host="127.0.0.1",
+        port=0,
+        data=tmp_path / "data",
+        secret="test-secret-" + "y" * 40,
+        limits=Limits(rate=100_000, burst=100_000),
+    )
+    stop = asyncio.Event()
+    ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        run(config, stop, on_ready=lambda srv, relay: ready.set_result(srv.sockets[0].getsockname()[1]))
+    )
+    port = await asyncio.wait_for(ready, 10)
+    running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
+    room = running.room()
+    ws, _ = await hello(running.url, running.token(room, "gm"))
+    for i in range(200):
+        await ws.send(msgpack.packb({"t": "roll", "id": f"r{i}", "intent": POWER, "visibility": "public"}))
+    acked: list[int] = []
+    events: list[int] = []
+    async for data in ws:
+        if not stop.is_set():
+            stop.set()  # the first frame back: the server is working through the rolls
+        frame = msgpack.unpackb(data, raw=False)
+        if frame["t"] == "ack":
+            acked.append(frame["seq"])
+        elif frame["t"] == "event":
+            events.append(frame["seq"])
+    assert ws.close_code == 1001
+    await asyncio.wait_for(task, 20)
+    assert len(acked) > 1, "the rolls under way when the signal came were finished"
+    log = SqliteLog(config.db_path)
+    try:
+        stored = {r["seq"]: r for r in await log.read(room, 0, 10_000)}
+    finally:
+        await log.close()
+    for seq in acked:
+        assert stored[seq]["kind"] == "roll", "everything acknowledged is stored"
+    assert set(events) <= set(stored)
