@@ -62,10 +62,23 @@ def _range_text(lo: int | None, hi: int | None) -> str:
 class Args:
     """The arguments of one intent for one system, consumed as they are read."""
 
+    __slots__ = ("_read", "_values", "system")
+
     def __init__(self, system: str, intent: Mapping[str, Any]) -> None:
         self.system = system
-        self._values = {k: v for k, v in intent.items() if k != "system"}
+        values = dict(intent)
+        values.pop("system", None)
+        self._values = values
         self._read: set[str] = set()
+
+    def absent(self, names: tuple[str, ...]) -> bool:
+        """Whether the intent gives none of ``names`` at all; marks every one of them as known.
+
+        Lets a resolver take its defaults for a group of optional arguments in one step. ``False`` only
+        means some name is present (perhaps as null): read them one by one then.
+        """
+        self._read.update(names)
+        return self._values.keys().isdisjoint(names)
 
     def has(self, name: str) -> bool:
         """Whether the intent gives ``name`` (a non-null value); marks it as known."""
@@ -90,18 +103,30 @@ class Args:
     def integer(
         self, name: str, default: Any = _MISSING, *, lo: int | None = None, hi: int | None = None
     ) -> Any:
-        value = self._get(name, default)
+        self._read.add(name)
+        value = self._values.get(name)
+        if value is None:
+            if default is None:
+                return None
+            if default is _MISSING:
+                raise RulesError("missing_argument", f"{self.where(name)} is required.")
+            value = default
         # The common case (a plain int in range) must not pay for building an error sentence.
         if type(value) is int and (lo is None or value >= lo) and (hi is None or value <= hi):
             return value
-        if value is None and default is None:
-            return None
         return check_int(self.where(name), value, lo=lo, hi=hi)
 
     def boolean(self, name: str, default: Any = _MISSING) -> Any:
-        value = self._get(name, default)
-        if value is None and default is None:
-            return None
+        self._read.add(name)
+        value = self._values.get(name)
+        if value is None:
+            if default is None:
+                return None
+            if default is _MISSING:
+                raise RulesError("missing_argument", f"{self.where(name)} is required.")
+            value = default
+        if value is True or value is False:
+            return value
         if not isinstance(value, bool):
             raise RulesError("bad_type", f"{self.where(name)} must be true or false; got {type_name(value)}.")
         return value
@@ -109,9 +134,16 @@ class Args:
     def string(
         self, name: str, default: Any = _MISSING, *, choices: Sequence[str] | None = None, max_len: int = 1000
     ) -> Any:
-        value = self._get(name, default)
-        if value is None and default is None:
-            return None
+        self._read.add(name)
+        value = self._values.get(name)
+        if value is None:
+            if default is None:
+                return None
+            if default is _MISSING:
+                raise RulesError("missing_argument", f"{self.where(name)} is required.")
+            value = default
+        if type(value) is str and len(value) <= max_len and (choices is None or value in choices):
+            return value
         if not isinstance(value, str):
             raise RulesError("bad_type", f"{self.where(name)} must be a string; got {type_name(value)}.")
         if len(value) > max_len:

@@ -43,8 +43,15 @@ def read_characteristic(args: Args, name: str) -> int:
     return value
 
 
+#: The arguments ``read_modifiers`` reads.
+MODIFIER_ARGS = ("edges", "banes", "bonus", "auto_tiers", "downgrade_to")
+NO_MODIFIERS = Modifiers()
+
+
 def read_modifiers(args: Args) -> Modifiers:
     """``edges``, ``banes``, ``bonus``, ``auto_tiers`` and ``downgrade_to`` from ``args``."""
+    if args.absent(MODIFIER_ARGS):
+        return NO_MODIFIERS  # frozen, so one shared instance serves every roll without modifiers
     edges_lo, edges_hi = EDGES_RANGE
     bonus_lo, bonus_hi = BONUS_RANGE
     tier_lo, tier_hi = TIER_RANGE

@@ -63,13 +63,16 @@ def automatic_tier(auto_tiers: Sequence[int]) -> int | None:
     return granted.pop() if len(granted) == 1 else None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Outcome:
     """How one power roll turned out for one roller against one target.
 
     ``tier_from_total`` is the tier the total reaches on its own; ``tier_rolled`` adds the double
     edge/bane shift and the natural 19/20 rule (everything the dice and modifiers decide);
     ``tier`` is the outcome that applies after an automatic tier and a downgrade.
+
+    Treat it as read-only. It is not a frozen dataclass because a frozen one sets each field through
+    ``object.__setattr__``, which made building it cost more than rolling the dice.
     """
 
     natural: int
@@ -108,9 +111,14 @@ def power_outcome(
     critical is a natural 19 or 20 on an ability roll; neither an automatic outcome nor a downgrade
     takes it away.
     """
-    state = edge_state(edges, banes)
-    total = natural + characteristic + bonus + edge_modifier(state)
-    from_total = tier_for_total(total)
+    # edge_state(), edge_modifier() and tier_for_total() written inline: this runs for every power roll.
+    if edges or banes:
+        state = _STATES[min(edges, EDGE_CAP) - min(banes, EDGE_CAP)]
+        total = natural + characteristic + bonus + edge_modifier(state)
+    else:
+        state = "none"
+        total = natural + characteristic + bonus
+    from_total = 1 if total <= TIER_1_UP_TO else 3 if total >= TIER_3_FROM else 2
     rolled = from_total
     if state == "double_edge":
         rolled = min(3, rolled + 1)
@@ -118,18 +126,20 @@ def power_outcome(
         rolled = max(1, rolled - 1)
     if natural >= NATURAL_TIER_3:
         rolled = 3
-    automatic = automatic_tier(auto_tiers)
+    automatic = automatic_tier(auto_tiers) if auto_tiers else None
     applied = rolled if automatic is None else automatic
     tier = applied if downgrade_to is None else min(applied, downgrade_to)
+    # Positional, in field order: natural, total, edge_state, tier_from_total, tier_rolled, automatic,
+    # automatic_cancelled, tier, downgraded, critical.
     return Outcome(
-        natural=natural,
-        total=total,
-        edge_state=state,
-        tier_from_total=from_total,
-        tier_rolled=rolled,
-        automatic=automatic,
-        automatic_cancelled=automatic is None and len(auto_tiers) > 0,
-        tier=tier,
-        downgraded=tier < applied,
-        critical=kind == "ability" and natural >= NATURAL_TIER_3,
+        natural,
+        total,
+        state,
+        from_total,
+        rolled,
+        automatic,
+        automatic is None and len(auto_tiers) > 0,
+        tier,
+        tier < applied,
+        kind == "ability" and natural >= NATURAL_TIER_3,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rules.result import signed
-from rules.systems.drawsteel.outcome import EDGE_BONUS, EdgeState, Outcome
+from rules.systems.drawsteel.outcome import EDGE_BONUS, NATURAL_TIER_3, EdgeState, Outcome
 
 
 def formula_terms(
@@ -37,7 +37,7 @@ def tier_steps(outcome: Outcome, auto_tiers: Sequence[int]) -> list[str]:
         steps.append(f"double edge → tier {min(3, outcome.tier_from_total + 1)}")
     elif outcome.edge_state == "double_bane":
         steps.append(f"double bane → tier {max(1, outcome.tier_from_total - 1)}")
-    if outcome.natural_tier_3:
+    if outcome.natural >= NATURAL_TIER_3:
         steps.append(f"natural {outcome.natural} → tier 3")
     if outcome.automatic is not None:
         steps.append(f"automatic tier {outcome.automatic}")
@@ -53,8 +53,9 @@ def tier_steps(outcome: Outcome, auto_tiers: Sequence[int]) -> list[str]:
 
 def shown(terms: Sequence[str], faces: Sequence[int]) -> str:
     """``2d10 (7, 8) + 2``: the formula with the faces rolled written after the dice."""
-    listed = ", ".join(str(f) for f in faces)
-    return f"{terms[0]} ({listed}){''.join(terms[1:])}"
+    first, second = faces  # a power roll is always two d10s
+    rest = "".join(terms[1:]) if len(terms) > 2 else terms[1] if len(terms) == 2 else ""
+    return f"{terms[0]} ({first}, {second}){rest}"
 
 
 def rolled(terms: Sequence[str], faces: Sequence[int], total: int) -> str:
