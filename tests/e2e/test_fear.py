@@ -125,3 +125,28 @@ async def test_two_resource_spends_race_for_the_last_fear(server: Server, room: 
     assert [x["code"] for x in answers if x["t"] == "error"] == ["insufficient"], answers
     after = await clients.join(server.url, room.spectator, "after")
     assert after.welcome["state"]["fear"] == 0
+
+
+async def test_hope_is_given_by_the_gm_and_spent_by_its_owner(
+    server: Server, room: Room, clients: Any
+) -> None:
+    gm = await clients.join(server.url, room.gm, "gm")
+    p1 = await clients.join(server.url, room.player, "p1")
+    gain = await gm.request({"t": "resource", "name": "hope", "op": "gain", "n": 10, "participant": p1.id})
+    assert gain["t"] == "ack", gain
+    ev = await p1.event(gain["seq"])
+    assert ev["kind"] == "resource", ev
+    assert ev["participant"] == p1.id, ev
+    assert ev["value"] == 6, "Hope stops at its cap of 6"
+    spend = await p1.request({"t": "resource", "name": "hope", "op": "spend", "n": 2, "participant": p1.id})
+    assert spend["t"] == "ack", spend
+    ev = await gm.event(spend["seq"])
+    assert ev["delta"] == -2, ev
+    assert ev["value"] == 4, ev
+    too_much = await p1.request(
+        {"t": "resource", "name": "hope", "op": "spend", "n": 5, "participant": p1.id}
+    )
+    assert too_much["t"] == "error", too_much
+    assert too_much["code"] == "insufficient", too_much
+    state = (await clients.join(server.url, room.spectator, "spec")).welcome["state"]
+    assert state["hope"][p1.id] == 4, state
