@@ -462,8 +462,9 @@ export function rollSentence(event) {
  * focused; PageDown/PageUp (or j/k) move between them. New rolls are also announced in a live region.
  */
 export class Feed {
-  constructor(root, { announcer, limit = 200, actions } = {}) {
+  constructor(root, { announcer, limit = 200, actions, members = true } = {}) {
     this.root = root;
+    this.members = members; // show join/leave lines (never for spectators: a stream's audience comes and goes)
     this.announcer = announcer;
     this.limit = limit;
     this.actions = actions; // (event, card) => element | null: per-card controls (the table page's Reveal)
@@ -504,6 +505,7 @@ export class Feed {
         break;
       case "join":
       case "leave":
+        if (!this.members || (event.member ?? event.actor)?.role === "spectator") return;
         node = this._memberLine(event);
         break;
       default:
@@ -600,8 +602,13 @@ export class Feed {
           h(
             "div",
             {},
-            h("div", {}, "Hidden until it is revealed. The result is already fixed: its fingerprint is"),
-            h("div", { class: "commitment", title: "SHA-256 of the nonce and the sealed roll" }, event.commitment ?? ""),
+            h("div", {}, "Sealed until it is revealed"),
+            h(
+              "div",
+              { class: "fingerprint" },
+              "Already rolled; fingerprint ",
+              h("span", { class: "commitment", title: "SHA-256 of a nonce and the sealed roll: the reveal must match it" }, event.commitment ?? ""),
+            ),
           ),
         ),
       );

@@ -21,7 +21,7 @@ if (!relay) {
   );
   document.getElementById("status").textContent = "No token";
 } else {
-  const feed = new Feed(feedEl, { announcer: document.getElementById("announcer"), limit });
+  const feed = new Feed(feedEl, { announcer: document.getElementById("announcer"), limit, members: !overlay });
   bindPage(relay, {
     feed,
     trackers: document.getElementById("trackers"),

@@ -101,36 +101,40 @@ def _expected_headline(result: dict[str, Any]) -> str:
     return str(result["total"])
 
 
-@pytest.mark.parametrize(
-    "intent",
-    [
-        {"system": "drawsteel.power", "characteristic": 2, "edges": 1},
-        {"system": "daggerheart.duality", "modifier": 1, "difficulty": 12},
-        {"system": "daggerheart.attack", "modifier": 4, "targets": [{"name": "Ana", "evasion": 13}]},
-        {"system": "honors_edge.roll", "pool": "7k3", "tn": 20},
-        {"system": "nexus.test", "attribute_die": "d6", "skill_rank": 2},
-        {"system": "dice", "formula": "4d6kh3 + 2"},
-        {"system": "dice", "formula": "2d20kh1 + 5", "dialect": "roll20"},
-    ],
-    ids=lambda i: f"{i['system']}-{i.get('dialect', '')}",
-)
+INTENTS = [
+    {"system": "drawsteel.power", "characteristic": 2, "edges": 1},
+    {"system": "daggerheart.duality", "modifier": 1, "difficulty": 12},
+    {"system": "daggerheart.attack", "modifier": 4, "targets": [{"name": "Ana", "evasion": 13}]},
+    {"system": "honors_edge.roll", "pool": "7k3", "tn": 20},
+    {"system": "nexus.test", "attribute_die": "d6", "skill_rank": 2},
+    {"system": "dice", "formula": "4d6kh3 + 2"},
+    {"system": "dice", "formula": "2d20kh1 + 5", "dialect": "roll20"},
+    {"system": "dice", "formula": "4dF + 1"},
+]
+
+
 def test_outcomes_are_shown_in_the_games_own_terms(
-    page: Page, relay: Relay, room: dict[str, str], wire: Any, intent: dict[str, Any]
+    page: Page, relay: Relay, room: dict[str, str], wire: Any
 ) -> None:
     open_watch(page, relay, room["spectator"])
     gm = wire(room["gm"], "Mercer")
-    event = gm.roll(intent)
-    result = event["result"]
-    entry = card(page, event["seq"])
-    expect(entry.locator(".headline")).to_have_text(_expected_headline(result), timeout=2000)
-    # Every die is drawn; the dropped ones are marked as dropped.
-    dice = result["dice"]
-    faces = sum(len(d.get("chain") or [d["value"]]) for d in dice)
-    expect(entry.locator(".die")).to_have_count(faces)
-    dropped = sum(len(d.get("chain") or [d["value"]]) for d in dice if not d["kept"])
-    expect(entry.locator(".die.dropped")).to_have_count(dropped)
-    if any(len(d.get("chain") or []) > 1 for d in dice):
-        expect(entry.locator(".chain.multi").first).to_be_visible()
+    for intent in INTENTS:
+        event = gm.roll(intent)
+        result = event["result"]
+        entry = card(page, event["seq"])
+        expect(entry.locator(".headline")).to_have_text(_expected_headline(result), timeout=2000)
+        # Every die is drawn; the dropped ones are marked as dropped.
+        dice = result["dice"]
+        faces = sum(len(d.get("chain") or [d["value"]]) for d in dice)
+        expect(entry.locator(".die")).to_have_count(faces)
+        dropped = sum(len(d.get("chain") or [d["value"]]) for d in dice if not d["kept"])
+        expect(entry.locator(".die.dropped")).to_have_count(dropped)
+        if any(len(d.get("chain") or []) > 1 for d in dice):
+            expect(entry.locator(".chain.multi").first).to_be_visible()
+        if intent.get("formula", "").startswith("4dF"):
+            shown = entry.locator(".die").all_text_contents()
+            assert shown == [{-1: "−", 0: "0", 1: "+"}[d["value"]] for d in dice]
+        time.sleep(0.06)  # under the per-connection rate limit
 
 
 def test_an_exploding_chain_is_drawn_as_one_die(
@@ -243,7 +247,7 @@ def test_keyboard_navigation_roles_and_contrast(
     background = _rgb(
         page.evaluate("getComputedStyle(document.querySelector('#feed > article')).backgroundColor")
     )
-    for selector in (".who-name", ".who-line", ".summary", ".total", ".label"):
+    for selector in (".who-name", ".who-line", ".summary", ".total", ".label", ".formula", ".card-meta time"):
         color = _rgb(
             page.evaluate(f"getComputedStyle(document.querySelector('#feed > article {selector}')).color")
         )
