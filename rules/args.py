@@ -62,14 +62,14 @@ def _range_text(lo: int | None, hi: int | None) -> str:
 class Args:
     """The arguments of one intent for one system, consumed as they are read."""
 
-    __slots__ = ("_read", "_values", "system")
+    __slots__ = ("_grouped", "_read", "_values", "system")
 
     def __init__(self, system: str, intent: Mapping[str, Any]) -> None:
         self.system = system
-        values = dict(intent)
-        values.pop("system", None)
-        self._values = values
-        self._read: set[str] = set()
+        # The intent itself, not a copy (resolvers only read it); its "system" key counts as read.
+        self._values = intent
+        self._read: set[Any] = {"system"}
+        self._grouped: tuple[str, ...] = ()
 
     def absent(self, names: tuple[str, ...]) -> bool:
         """Whether the intent gives none of ``names`` at all; marks every one of them as known.
@@ -77,7 +77,8 @@ class Args:
         Lets a resolver take its defaults for a group of optional arguments in one step. ``False`` only
         means some name is present (perhaps as null): read them one by one then.
         """
-        self._read.update(names)
+        # Absent names cannot be unknown, so finish() needs them only to list the arguments it knows.
+        self._grouped += names
         return self._values.keys().isdisjoint(names)
 
     def has(self, name: str) -> bool:
@@ -180,7 +181,7 @@ class Args:
             return
         unknown = sorted((k for k in self._values if k not in self._read), key=str)
         if unknown:
-            known = ", ".join(sorted(self._read)) or "none"
+            known = ", ".join(sorted(self._read.union(self._grouped) - {"system"})) or "none"
             raise RulesError(
                 "unknown_argument",
                 f"{self.system} does not take {', '.join(repr(str(k)) for k in unknown)}; "

@@ -12,7 +12,7 @@ from typing import Any
 
 from rules.args import Args
 from rules.registry import system
-from rules.result import Result, die, make_result, signed
+from rules.result import Result, die, signed
 from rules.rng import Dice
 from rules.systems.daggerheart.spending import read_spend
 
@@ -20,6 +20,7 @@ MODIFIER_LIMIT = 100
 DIFFICULTY_MAX = 100
 ADVANTAGE_MAX = 20
 
+_ADVANTAGE_ARGS = ("advantage", "disadvantage")
 _WITH_TEXT = {"hope": " with Hope", "fear": " with Fear", "critical": ", critical success"}
 
 
@@ -47,15 +48,21 @@ def generated(outcome: str, *, reaction: bool) -> list[dict[str, Any]]:
 def duality(args: Args, rng: Dice) -> Result:
     modifier: int = args.integer("modifier", 0, lo=-MODIFIER_LIMIT, hi=MODIFIER_LIMIT)
     difficulty: int | None = args.integer("difficulty", None, lo=0, hi=DIFFICULTY_MAX)
-    advantage: int = args.integer("advantage", 0, lo=0, hi=ADVANTAGE_MAX)
-    disadvantage: int = args.integer("disadvantage", 0, lo=0, hi=ADVANTAGE_MAX)
+    if args.absent(_ADVANTAGE_ARGS):
+        advantage = disadvantage = 0
+    else:
+        advantage = args.integer("advantage", 0, lo=0, hi=ADVANTAGE_MAX)
+        disadvantage = args.integer("disadvantage", 0, lo=0, hi=ADVANTAGE_MAX)
     spend = read_spend(args, "spend_hope", "hope")
     reaction: bool = args.boolean("reaction", False)
     args.finish()
 
     hope = rng.roll(12)
     fear = rng.roll(12)
-    dice = [die(12, hope, role="hope"), die(12, fear, role="fear")]
+    dice = [
+        {"faces": 12, "value": hope, "kept": True, "role": "hope"},
+        {"faces": 12, "value": fear, "kept": True, "role": "fear"},
+    ]
     formula = "1d12 (hope) + 1d12 (fear)"
 
     net = advantage - disadvantage
@@ -68,7 +75,10 @@ def duality(args: Args, rng: Dice) -> Result:
         formula += f" {'+' if net > 0 else '-'} 1d6 ({role})"
 
     total = hope + fear + (advantage_die or 0) + modifier + spend.bonus
-    formula += signed(modifier) + spend.formula()
+    if modifier:
+        formula += signed(modifier)
+    if spend.resource is not None:
+        formula += spend.formula()
 
     outcome = duality_outcome(hope, fear)
     success: bool | None = None
@@ -88,21 +98,29 @@ def duality(args: Args, rng: Dice) -> Result:
         text += f"; spent 1 Hope for +{spend.experience} experience"
     text += "."
 
-    return make_result(
-        "daggerheart.duality",
-        dice,
-        total,
-        formula,
-        text,
-        effects=spend.effects() + generated(outcome, reaction=reaction),
-        requires=spend.requires(),
-        hope_die=hope,
-        fear_die=fear,
-        advantage_die=advantage_die,
-        **{"with": outcome},
-        modifier=modifier,
-        experience=spend.bonus,
-        difficulty=difficulty,
-        reaction=reaction,
-        success=success,
-    )
+    # rules.result.make_result's fields in its order, written out because this resolver is hot: the
+    # promised fields, the system's own, then effects and requires only when there are any.
+    result: Result = {
+        "system": "daggerheart.duality",
+        "dice": dice,
+        "total": total,
+        "formula": formula,
+        "text": text,
+        "hope_die": hope,
+        "fear_die": fear,
+        "advantage_die": advantage_die,
+        "with": outcome,
+        "modifier": modifier,
+        "experience": spend.bonus,
+        "difficulty": difficulty,
+        "reaction": reaction,
+        "success": success,
+    }
+    effects = generated(outcome, reaction=reaction)
+    if spend.resource is not None:
+        effects = spend.effects() + effects
+        result["effects"] = effects
+        result["requires"] = spend.requires()
+    elif effects:
+        result["effects"] = effects
+    return result

@@ -36,6 +36,10 @@ class Spend:
         return f" + {self.experience} (experience)" if self.resource is not None else ""
 
 
+#: Frozen, so one instance serves every roll that spends nothing.
+NOTHING_SPENT = Spend(0, None)
+
+
 def read_spend(args: Args, flag: str, resource: str) -> Spend:
     """Read ``experience`` and the flag that pays for it (``spend_hope`` / ``spend_fear``).
 
@@ -43,6 +47,8 @@ def read_spend(args: Args, flag: str, resource: str) -> Spend:
     silently dropping an Experience whose flag a client forgot, or charging a resource for nothing,
     both half-given forms are refused.
     """
+    if args.absent(("experience", flag)):
+        return NOTHING_SPENT
     experience: int = args.integer("experience", 0, lo=0, hi=EXPERIENCE_MAX)
     spend: bool = args.boolean(flag, False)
     noun = resource.capitalize()

@@ -94,7 +94,6 @@ class Outcome:
 def power_outcome(
     natural: int,
     characteristic: int,
-    *,
     edges: int = 0,
     banes: int = 0,
     bonus: int = 0,

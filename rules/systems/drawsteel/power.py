@@ -32,12 +32,12 @@ def resolve_power(args: Args, rng: Dice) -> Result:
     outcome = power_outcome(
         natural,
         characteristic,
-        edges=modifiers.edges,
-        banes=modifiers.banes,
-        bonus=modifiers.bonus,
-        auto_tiers=modifiers.auto_tiers,
-        downgrade_to=modifiers.downgrade_to,
-        kind=kind,
+        modifiers.edges,
+        modifiers.banes,
+        modifiers.bonus,
+        modifiers.auto_tiers,
+        modifiers.downgrade_to,
+        kind,
     )
     terms = formula_terms(characteristic, modifiers.bonus, outcome.edge_state)
     label = "Ability roll" if kind == "ability" else "Test"
