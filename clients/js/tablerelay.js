@@ -22,6 +22,7 @@ const FATAL_CLOSE_CODES = new Set([4001, 4003, 4401, 4403]);
 const FATAL_ERROR_CODES = new Set(["unauthorized", "forbidden", "not_found"]);
 const NORMAL_CLOSURE = 1000;
 const RECENT_EVENTS = 1000; // events kept so acks (also retried ones) can resolve to their event
+const RATE_LIMIT_RETRIES = 3; // a request refused as rate_limited is sent again after 0.5 s, 1 s, 2 s
 
 /** An error from the server (`code`, `message`) or from the client itself (`disconnected`, `closed`, `timeout`). */
 export class TableRelayError extends Error {
@@ -544,6 +545,17 @@ export class TableRelay {
     const error = new TableRelayError(frame.code ?? "internal", frame.message ?? "The server reported an error.", {
       id: frame.id,
     });
+    const request = frame.id != null ? this._pending.get(frame.id) : undefined;
+    if (request && error.code === "rate_limited" && request.retries < RATE_LIMIT_RETRIES) {
+      // Refused before anything happened, so sending it again is safe; wait a little longer each time.
+      request.retries++;
+      request.sent = false;
+      const timer = setTimeout(() => {
+        if (this._pending.get(frame.id) === request && this._welcomedOnSocket && !request.sent) this._sendRequest(request);
+      }, 250 * 2 ** request.retries);
+      timer.unref?.();
+      return;
+    }
     if (frame.id != null && this._settle(frame.id, (request) => request.reject(error))) return;
     if (!this._welcomedOnSocket && FATAL_ERROR_CODES.has(error.code)) {
       if (this._dropStaleSession()) {
@@ -582,7 +594,15 @@ export class TableRelay {
         clearTimeout(timer);
         fn(value);
       };
-      const request = { frame, sent: false, acked: false, sentAt: 0, resolve: done(resolve), reject: done(reject) };
+      const request = {
+        frame,
+        sent: false,
+        acked: false,
+        retries: 0,
+        sentAt: 0,
+        resolve: done(resolve),
+        reject: done(reject),
+      };
       if (timeout) {
         timer = setTimeout(() => {
           this._pending.delete(frame.id);

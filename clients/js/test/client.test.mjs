@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import WebSocket from "ws";
 import { TableRelay, TableRelayError, decodeMsgpack, verifyCommitment } from "../tablerelay.js";
-import { closeAll, connect, createRoom, next, record, server, until } from "./helpers.mjs";
+import { closeAll, connect, createRoom, next, record, server, socketFactory, until } from "./helpers.mjs";
 
 after(closeAll);
 
@@ -324,5 +324,22 @@ describe("errors reject with the server's code and message", () => {
     assert.equal(gm.status, "closed");
     await assert.rejects(gm.roll(duality), { code: "closed" });
     await assert.rejects(gm.ping(), { code: "closed" });
+  });
+});
+
+describe("rate limits", () => {
+  test("a burst beyond the server's limit still lands every roll: rate_limited ones are sent again", async () => {
+    const net = socketFactory();
+    const player = await connect(createRoom().player, { WebSocket: net.WebSocket });
+    let refused = 0;
+    net.last().on("message", (data) => {
+      const frame = decodeMsgpack(new Uint8Array(data));
+      if (frame.t === "error" && frame.code === "rate_limited") refused++;
+    });
+    // 60 at once is past the default burst of 40 frames; every one must still resolve, each once.
+    const rolls = await Promise.all(Array.from({ length: 60 }, (_, i) => player.roll({ system: "dice", formula: "1d6" }, { label: `burst ${i}` })));
+    assert.ok(refused > 0, "the burst should have met the rate limit");
+    assert.equal(new Set(rolls.map((e) => e.seq)).size, 60);
+    assert.deepEqual(new Set(rolls.map((e) => e.label)), new Set(Array.from({ length: 60 }, (_, i) => `burst ${i}`)));
   });
 });
