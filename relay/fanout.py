@@ -52,7 +52,9 @@ class Outbox:
     seq are then skipped, since the welcome's history already holds them.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, schedule: Callable[[Outbox], None] | None = None) -> None:
+        """``schedule(outbox)`` arranges one ``outbox.flush()`` soon (by default: the next loop iteration)."""
+        self._schedule = schedule if schedule is not None else _next_iteration
         self._items: list[Item] = []
         self._frames = 0
         self._limit = limit
@@ -89,7 +91,7 @@ class Outbox:
         self._frames += frames
         if self._sink is not None and not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            self._schedule(self)
         return True
 
     def flush(self) -> None:
@@ -129,6 +131,10 @@ class Outbox:
             if self.closed or not await sink.writable():
                 return
             self.flush()
+
+
+def _next_iteration(outbox: Outbox) -> None:
+    asyncio.get_running_loop().call_soon(outbox.flush)
 
 
 class Subscriber(Protocol):

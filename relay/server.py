@@ -56,10 +56,10 @@ class Connection:
 
     _ids = itertools.count(1)
 
-    def __init__(self, ws: ServerConnection, config: Config) -> None:
+    def __init__(self, ws: ServerConnection, config: Config, schedule: Callable[[Outbox], None]) -> None:
         self.ws = ws
         self.cid = next(self._ids)
-        self.outbox = Outbox(config.limits.send_queue)
+        self.outbox = Outbox(config.limits.send_queue, schedule)
         self._session: Session | None = None
         self.bucket = TokenBucket(config.limits.rate, config.limits.burst)
         self.frames = 0
@@ -114,6 +114,9 @@ class Relay:
         self.connections: set[Connection] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._sockets: set[ServerConnection] = set()
+        self._pending_rooms: dict[RoomHandle, None] = {}
+        self._pending_outboxes: dict[Outbox, None] = {}
+        self._tick_scheduled = False
         self.stopping = False
         self._inflight: set[Pending] = set()
         self._idle = asyncio.Event()
@@ -231,15 +234,37 @@ class Relay:
                 # Gathered and sent once per loop iteration: the appends one SQLite commit settles all
                 # complete in the same iteration, so their events go out as one write per socket.
                 handle.outgoing.append(action.record)
-                if len(handle.outgoing) == 1:
-                    asyncio.get_running_loop().call_soon(self._broadcast, handle)
+                self._pending_rooms[handle] = None
+                self._schedule_tick()
 
-    def _broadcast(self, handle: RoomHandle) -> None:
-        records, handle.outgoing = handle.outgoing, []
-        try:
-            fanout.broadcast(records, handle.subscribers, handle.room.committed, self._overflow)
-        except Exception:
-            logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
+    # Output happens once per loop iteration, in a "tick": first every room's newly committed events are
+    # broadcast, then every outbox with something queued is flushed. So an ack and the event it names,
+    # and all the events one commit settled, leave in one write per socket.
+
+    def _schedule_flush(self, outbox: Outbox) -> None:
+        self._pending_outboxes[outbox] = None
+        self._schedule_tick()
+
+    def _schedule_tick(self) -> None:
+        if not self._tick_scheduled:
+            self._tick_scheduled = True
+            asyncio.get_running_loop().call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self._tick_scheduled = False
+        rooms, self._pending_rooms = self._pending_rooms, {}
+        for handle in rooms:
+            records, handle.outgoing = handle.outgoing, []
+            try:
+                fanout.broadcast(records, handle.subscribers, handle.room.committed, self._overflow)
+            except Exception:
+                logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
+        outboxes, self._pending_outboxes = self._pending_outboxes, {}
+        for outbox in outboxes:
+            try:
+                outbox.flush()
+            except Exception:
+                logger.exception("flush_failed")
 
     def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
         if frame.get("t") == "error":
@@ -282,7 +307,7 @@ class Relay:
         assert task is not None
         self._handlers.add(task)
         self._sockets.add(ws)
-        conn = Connection(ws, self.config)
+        conn = Connection(ws, self.config, self._schedule_flush)
         try:
             with structlog.contextvars.bound_contextvars(conn=conn.cid):
                 await self._serve_socket(conn)
