@@ -115,6 +115,21 @@ describe("requests", () => {
     assert.ok(rolls.every((e) => e.kind === "roll"));
   });
 
+  test("formats asked for in the hello come with each roll; others get none", async () => {
+    const room = createRoom();
+    const vtt = await connect(room.gm, { formats: ["foundry", "roll20"] });
+    const plain = await connect(room.spectator);
+    const seen = record(plain);
+    const event = await vtt.roll({ system: "dice", formula: "2d20kh1 + 3" }, { label: "Attack" });
+    // Foundry gets ChatMessage data whose rolls are serialized Roll objects; Roll20 a roll result and a chat line.
+    assert.ok(Array.isArray(event.foundry.rolls) && event.foundry.rolls.length === 1);
+    assert.equal(JSON.parse(event.foundry.rolls[0]).total, event.result.total);
+    assert.equal(event.roll20.rollresult.total, event.result.total);
+    assert.match(event.roll20.chat, new RegExp(`\\[\\[${event.result.total}\\]\\]`));
+    const copy = await until(() => seen.find((e) => e.seq === event.seq));
+    assert.ok(!("foundry" in copy) && !("roll20" in copy));
+  });
+
   test("request ids are unique per client and a given id is the roll's idempotency key", async () => {
     const room = createRoom();
     const player = await connect(room.player);
