@@ -344,7 +344,10 @@ def test_duality_refuses_bad_arguments(args: dict[str, Any], code: str, named: s
         ({"modifier": 1, "targets": [{"evasion": 10, "name": 7}]}, "bad_type", "'targets[0].name'"),
         ({"modifier": 1, "targets": [{"evasion": 10, "name": "x" * 101}]}, "limit", "'targets[0].name'"),
         ({"modifier": 1, "targets": [{"evasion": 10, "armor": 3}]}, "unknown_argument", "'armor'"),
-        ({"modifier": 1, "damage": "2d8+3"}, "unknown_argument", "'damage'"),
+        ({"modifier": 1, "damage": "2d8+"}, "bad_formula", "'damage'"),
+        ({"modifier": 1, "damage": "2000d8"}, "limit", "'damage'"),
+        ({"modifier": 1, "damage": 8}, "bad_type", "'damage'"),
+        ({"modifier": 1, "damage": "1d8" * 400}, "limit", "'damage'"),
     ],
 )
 def test_attack_refuses_bad_arguments(args: dict[str, Any], code: str, named: str) -> None:

@@ -326,7 +326,6 @@ def test_bad_arguments(args: dict[str, Any], code: str, fragment: str) -> None:
         ("M fier damage", "'fier' is not a damage type"),
         ("3 + M damage and prone", "must end with the word 'damage'"),
         ("1001 damage", "at most 1000"),
-        ("2d6 + M damage", "dice in tier entries ('2d6') are not supported yet"),
         ("3 + M damage, push 1", "must end with the word 'damage'"),
     ],
 )
@@ -335,3 +334,16 @@ def test_malformed_tier_entries(entry: str, why: str) -> None:
     assert "drawsteel.ability argument 'tiers' item 2" in error.message
     if entry.strip(" ;"):
         assert repr(entry.strip()) in error.message
+
+
+@pytest.mark.parametrize(
+    ("entry", "code", "why"),
+    [
+        ("2d0 + M damage", "bad_formula", "a die with at least 1 face"),
+        ("2000d6 + M damage", "limit", "at most 1000 dice"),
+        ("2d6 + 600d6 + 500d6 damage", "limit", "at most 1000 dice"),
+    ],
+)
+def test_dice_in_tier_entries_that_cannot_be_rolled(entry: str, code: str, why: str) -> None:
+    error = refused(code, why, tiers=[BRUTAL_SLAM[0], entry, BRUTAL_SLAM[2]])
+    assert error.message.startswith(f"drawsteel.ability argument 'tiers' item 2 ({entry!r}): ")

@@ -5,10 +5,11 @@ disadvantage rolls a second d20 and keeps the higher or lower; having both cance
 Fear to add the adversary's Experience. A natural at or above the critical threshold always hits and is
 critical (Daggerheart SRD: an adversary's natural 20).
 
-Damage is not rolled here yet. When the dice-notation engine offers a formula evaluator, a ``damage``
-argument belongs in ``attack`` after ``target_outcomes``: read it before ``args.finish()``, roll it once
-if any target is hit, and on a critical add the formula's maximum dice value to it. Nothing else in this
-module has to change for that.
+An optional ``damage`` formula (Foundry VTT notation, e.g. ``"2d8+3"``) is checked before any die is
+rolled and rolled once after the attack when it hits: one roll serves every target hit, as the SRD has
+one attack roll serve every target. A critical adds the highest the formula's dice could show (the
+SRD's critical damage). With no targets the damage is rolled too, since the GM compares the total with
+Evasion at the table; when every target listed is missed nothing is rolled and ``damage`` is null.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.args import Args, check_int, type_name
+from rules.dice.limits import MAX_FORMULA_LENGTH
 from rules.errors import RulesError
 from rules.registry import system
 from rules.result import Result, die, make_result, signed
 from rules.rng import Dice
 from rules.systems.daggerheart.spending import read_spend
+from rules.systems.damage import DamageRoll, check_damage, roll_damage
 
 MODIFIER_LIMIT = 100
 EVASION_MAX = 100
@@ -99,6 +102,9 @@ def attack(args: Args, rng: Dice) -> Result:
     spend = read_spend(args, "spend_fear", "fear")
     targets = read_targets(args)
     crit_threshold: int = args.integer("crit_threshold", 20, lo=1, hi=20)
+    damage_formula: str | None = args.string("damage", None, max_len=MAX_FORMULA_LENGTH)
+    if damage_formula is not None:
+        check_damage(args.where("damage"), damage_formula)
     args.finish()
 
     mode = "normal"
@@ -122,6 +128,10 @@ def attack(args: Args, rng: Dice) -> Result:
     formula += signed(modifier) + spend.formula()
     critical = natural >= crit_threshold
     outcomes = target_outcomes(total, critical, targets)
+    damage: DamageRoll | None = None
+    if damage_formula is not None and (not outcomes or any(o["hit"] for o in outcomes)):
+        damage = roll_damage(damage_formula, rng, critical=critical)
+        dice += damage.dice
 
     text = f"Adversary attack {total}"
     if critical:
@@ -139,10 +149,18 @@ def attack(args: Args, rng: Dice) -> Result:
         if misses:
             parts.append("misses " + ", ".join(misses))
         text += ": " + "; ".join(parts)
+    if damage is not None:
+        text += f"; damage {damage.text}"
+    elif damage_formula is not None:
+        text += "; no damage"
     if spend.resource is not None:
         text += f"; spent 1 Fear for +{spend.experience} experience"
     text += "."
 
+    extra: dict[str, Any] = {}
+    if damage_formula is not None:
+        extra["damage"] = None if damage is None else damage.amount
+        extra["damage_roll"] = None if damage is None else damage.as_result()
     return make_result(
         "daggerheart.attack",
         dice,
@@ -158,4 +176,5 @@ def attack(args: Args, rng: Dice) -> Result:
         experience=spend.bonus,
         crit_threshold=crit_threshold,
         targets=outcomes,
+        **extra,
     )

@@ -9,12 +9,20 @@ from typing import Any
 from rules.args import Args, check_int, type_name
 from rules.errors import RulesError
 from rules.registry import system
-from rules.result import Die, Result, die, make_result
+from rules.result import Result, die, make_result
 from rules.rng import Dice
+from rules.systems.damage import DamageRoll
 from rules.systems.drawsteel.inputs import CHARACTERISTIC_RANGE, Modifiers, read_modifiers
 from rules.systems.drawsteel.outcome import power_outcome
 from rules.systems.drawsteel.power import roll_2d10
-from rules.systems.drawsteel.tier_entry import LETTERS, TierEntry, choose_letter, evaluate_damage, parse_entry
+from rules.systems.drawsteel.tier_entry import (
+    LETTERS,
+    TierEntry,
+    choose_letter,
+    evaluate_damage,
+    parse_entry,
+    roll_entry_dice,
+)
 from rules.systems.drawsteel.wording import formula_terms, rolled, shown, tier_steps
 
 SYSTEM = "drawsteel.ability"
@@ -59,11 +67,19 @@ def resolve_ability(args: Args, rng: Dice) -> Result:
     # Ties keep the letter listed first, so the result names a predictable characteristic.
     letter = max(roll_with, key=lambda c: (characteristics[c], -roll_with.index(c)))
     roll = Roll(roll_2d10(rng), letter, characteristics[letter], characteristics, entries, choose)
-    resolved = [_resolve_target(roll, target, shared.plus(target.modifiers), rng) for target in targets]
+    # One damage roll per tier entry, made when the first target lands on that tier and shared by every
+    # target on it: Draw Steel rolls once for an ability, whatever it targets.
+    damage_rolls: dict[int, DamageRoll | None] = {}
+    resolved = [
+        _resolve_target(roll, target, shared.plus(target.modifiers), rng, damage_rolls) for target in targets
+    ]
     reports = [r.report for r in resolved]
     first = reports[0]
-    # The power roll's d10s come first; dice rolled for damage (none until entries may hold dice) follow.
-    dice = [die(10, face) for face in roll.faces] + [d for r in resolved for d in r.damage_dice]
+    # The power roll's d10s come first, then the damage dice in the order they were rolled.
+    dice = [die(10, face) for face in roll.faces]
+    for entry_roll in damage_rolls.values():
+        if entry_roll is not None:
+            dice += entry_roll.dice
     return make_result(
         SYSTEM,
         dice,
@@ -85,10 +101,12 @@ class Resolved:
     report: dict[str, Any]
     terms: list[str]
     steps: list[str]
-    damage_dice: list[Die]
+    damage_shown: str | None
 
 
-def _resolve_target(roll: Roll, target: Target, mods: Modifiers, rng: Dice) -> Resolved:
+def _resolve_target(
+    roll: Roll, target: Target, mods: Modifiers, rng: Dice, damage_rolls: dict[int, DamageRoll | None]
+) -> Resolved:
     """One target's outcome: its own total, tier, damage and effect from the shared roll."""
     outcome = power_outcome(
         roll.natural,
@@ -119,22 +137,28 @@ def _resolve_target(roll: Roll, target: Target, mods: Modifiers, rng: Dice) -> R
         "damage_formula": None,
         "effect": entry.effect,
     }
-    damage_dice: list[Die] = []
+    damage_shown: str | None = None
     if entry.damage is not None:
+        if entry.tier not in damage_rolls:
+            damage_rolls[entry.tier] = roll_entry_dice(entry, rng)
         letter = choose_letter(entry.damage, roll.characteristics, roll.choose)
-        damage = evaluate_damage(entry.damage, letter, roll.characteristics, rng)
-        damage_dice = damage.dice
+        damage = evaluate_damage(entry.damage, letter, roll.characteristics, damage_rolls[entry.tier])
+        if entry.damage.dice is not None:
+            damage_shown = damage.shown
         report.update(
             damage=damage.amount, damage_type=entry.damage.damage_type, damage_formula=damage.formula
         )
-    return Resolved(report, terms, tier_steps(outcome, mods.auto_tiers), damage_dice)
+    return Resolved(report, terms, tier_steps(outcome, mods.auto_tiers), damage_shown)
 
 
-def _outcome_text(report: Mapping[str, Any]) -> str:
+def _outcome_text(resolved: Resolved) -> str:
+    report = resolved.report
     parts = []
     if report["damage"] is not None:
         kind = f"{report['damage_type']} damage" if report["damage_type"] else "damage"
-        parts.append(f"{report['damage']} {kind}")
+        # Rolled damage shows its dice: "11 fire damage (2d6 (3, 5) + 3 (M))".
+        how = f" ({resolved.damage_shown})" if resolved.damage_shown is not None else ""
+        parts.append(f"{report['damage']} {kind}{how}")
     if report["effect"]:
         parts.append(report["effect"])
     return "; ".join(parts)
@@ -145,13 +169,13 @@ def _summary(roll: Roll, resolved: Sequence[Resolved]) -> str:
     if len(resolved) == 1 and resolved[0].report["name"] is None:
         only = resolved[0]
         line = rolled(only.terms, roll.faces, only.report["total"])
-        return f"Ability roll: {line}, {', '.join(only.steps)}: {_outcome_text(only.report)}"
+        return f"Ability roll: {line}, {', '.join(only.steps)}: {_outcome_text(only)}"
     # Every target shares the dice and the characteristic (the first two terms); the rest is its own.
     lines = [f"Ability roll: {shown(resolved[0].terms[:2], roll.faces)}"]
     for n, r in enumerate(resolved, 1):
         label = r.report["name"] if r.report["name"] is not None else f"target {n}"
         own = "".join(r.terms[2:])
-        lines.append(f"{label}{own} = {r.report['total']}, {', '.join(r.steps)}: {_outcome_text(r.report)}")
+        lines.append(f"{label}{own} = {r.report['total']}, {', '.join(r.steps)}: {_outcome_text(r)}")
     return " | ".join(lines)
 
 

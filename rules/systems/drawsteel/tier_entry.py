@@ -1,9 +1,10 @@
 """Tier entries of an ability's power roll (``"7 + M or A fire damage; slowed (save ends)"``).
 
-An entry is damage, damage then ``;`` and an effect, or an effect alone. The damage part is numbers and
-at most one characteristic group (``M``, ``M or A``, ``M, A, or R``) joined by ``+``, an optional damage
-type, and the word ``damage``. ``parse_entry`` reads one entry (pure, no dice); ``evaluate_damage`` turns
-the damage part into a number for the characteristic chosen.
+An entry is damage, damage then ``;`` and an effect, or an effect alone. The damage part is dice
+(``2d6``), numbers and at most one characteristic group (``M``, ``M or A``, ``M, A, or R``) joined by
+``+``, an optional damage type, and the word ``damage``. ``parse_entry`` reads one entry (pure, no dice
+rolled: a bad dice term is refused here); the resolver rolls an entry's dice once (``roll_entry_dice``)
+and ``evaluate_damage`` turns the damage part into a number for the characteristic chosen.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rules.dice.text import describe
 from rules.errors import RulesError
-from rules.result import Die, signed
+from rules.result import signed
 from rules.rng import Dice
+from rules.systems.damage import DamageRoll, check_damage, roll_damage
 
 LETTERS = ("M", "A", "R", "I", "P")
 DAMAGE_TYPES = ("acid", "cold", "corruption", "fire", "holy", "lightning", "poison", "psychic", "sonic")
@@ -28,11 +31,13 @@ _HOW = "write damage like '3 + M damage' or '7 + M or A fire damage', with effec
 
 @dataclass(frozen=True)
 class DamageExpr:
-    """The damage part of an entry: ``flat`` plus one of ``letters`` (none, one, or a choice)."""
+    """The damage part of an entry: ``dice`` (a formula such as ``2d6``, or None) plus ``flat`` plus one
+    of ``letters`` (none, one, or a choice)."""
 
     flat: int
     letters: tuple[str, ...]
     damage_type: str | None
+    dice: str | None = None
 
     @property
     def offers_choice(self) -> bool:
@@ -49,11 +54,12 @@ class TierEntry:
 
 @dataclass(frozen=True)
 class Damage:
-    """Evaluated damage: the amount (never below 0), how it was made, and any dice it rolled."""
+    """Evaluated damage: the amount (never below 0), how it was made, and the same with the faces rolled
+    (``2d6 (3, 5) + 2 (M)``; equal to ``formula`` when the entry has no dice)."""
 
     amount: int
     formula: str
-    dice: list[Die]
+    shown: str
 
 
 def parse_entry(where: str, tier: int, text: str) -> TierEntry:
@@ -95,6 +101,7 @@ def _parse_damage(where: str, entry: str, body: list[str]) -> DamageExpr:
         raise _unreadable(where, entry, "there is no amount before 'damage'")
     flat = 0
     letters: tuple[str, ...] = ()
+    dice: list[str] = []
     for term in (t.strip() for t in " ".join(body).split("+")):
         if term.isdecimal():
             number = int(term)
@@ -102,9 +109,7 @@ def _parse_damage(where: str, entry: str, body: list[str]) -> DamageExpr:
                 raise _unreadable(where, entry, f"numbers in damage may be at most {MAX_NUMBER}")
             flat += number
         elif _DICE.fullmatch(term):
-            # Seam for the dice-notation engine: once rules.dice.evaluate exists, keep the dice term in
-            # DamageExpr and roll it in evaluate_damage instead of refusing it here.
-            raise _unreadable(where, entry, f"dice in tier entries ('{term}') are not supported yet")
+            dice.append(term.lower())
         else:
             group = tuple(_LETTER_SPLIT.split(term))
             if not term or not all(letter in LETTERS for letter in group):
@@ -114,7 +119,12 @@ def _parse_damage(where: str, entry: str, body: list[str]) -> DamageExpr:
             if len(set(group)) != len(group):
                 raise _unreadable(where, entry, f"'{term}' names a characteristic twice")
             letters = group
-    return DamageExpr(flat, letters, damage_type)
+    formula = None
+    if dice:
+        formula = " + ".join(dice)
+        # The dice engine's own limits (faces, dice per formula) apply; refuse here, before any roll.
+        check_damage(f"{where} ({entry!r})", formula)
+    return DamageExpr(flat, letters, damage_type, formula)
 
 
 def _unreadable(where: str, entry: str, why: str) -> RulesError:
@@ -133,20 +143,60 @@ def choose_letter(expr: DamageExpr, characteristics: Mapping[str, int], choose: 
     return max(expr.letters, key=lambda letter: (characteristics[letter], -expr.letters.index(letter)))
 
 
+def roll_entry_dice(entry: TierEntry, rng: Dice) -> DamageRoll | None:
+    """Roll the dice of ``entry``'s damage once (None when it has none); each die is marked with the tier.
+
+    Draw Steel makes one roll for an ability however many creatures it targets, so the resolver rolls an
+    entry's dice the first time a target lands on that tier and every target on the same tier shares it.
+    """
+    if entry.damage is None or entry.damage.dice is None:
+        return None
+    rolled = roll_damage(entry.damage.dice, rng)
+    for die in rolled.dice:
+        die["tier"] = entry.tier
+    return rolled
+
+
 def evaluate_damage(
     expr: DamageExpr,
     letter: str | None,
     characteristics: Mapping[str, int],
-    rng: Dice,  # noqa: ARG001  (kept for dice terms, which will roll here)
+    rolled: DamageRoll | None = None,
 ) -> Damage:
-    """The damage ``expr`` deals when ``letter`` is the characteristic added (damage is never negative)."""
-    formula = str(expr.flat) if expr.flat or letter is None else ""
+    """The damage ``expr`` deals when ``letter`` is the characteristic added (damage is never negative).
+
+    ``rolled`` is the entry's dice, rolled once by ``roll_entry_dice`` (None when the entry has none).
+    """
     raw = expr.flat
+    parts: list[str] = []
+    shown: list[str] = []
+    if rolled is not None:
+        assert expr.dice is not None
+        raw += rolled.amount
+        parts.append(expr.dice)
+        shown.append(describe(rolled.terms))
+    if expr.flat or (letter is None and rolled is None):
+        parts.append(str(expr.flat))
+        shown.append(str(expr.flat))
     if letter is not None:
         value = characteristics[letter]
         raw += value
-        added = f"{signed(value) or ' + 0'} ({letter})"
-        formula = f"{formula}{added}" if formula else f"{value} ({letter})"
+        added = f"{value} ({letter})"
+        if parts:
+            added = f"{signed(value) or ' + 0'} ({letter})"
+        parts.append(added)
+        shown.append(added)
+    formula = _join(parts)
+    text = _join(shown)
     if raw < 0:
-        return Damage(0, f"{formula} (at least 0)", [])
-    return Damage(raw, formula, [])
+        return Damage(0, f"{formula} (at least 0)", f"{text} (at least 0)")
+    return Damage(raw, formula, text)
+
+
+def _join(parts: list[str]) -> str:
+    """``["2d6", "3", " + 2 (M)"]`` -> ``2d6 + 3 + 2 (M)``: parts after the first join with `` + ``
+    unless they already carry their sign."""
+    out = parts[0]
+    for part in parts[1:]:
+        out += part if part.startswith(" ") else f" + {part}"
+    return out
