@@ -89,7 +89,8 @@ def page(browser: Browser, request: pytest.FixtureRequest, page_problems: PagePr
     yield page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     try:
-        page.screenshot(path=str(ARTIFACTS / f"{_artifact_name(request.node.nodeid)}.png"), full_page=True)
+        shot = ARTIFACTS / f"{_artifact_name(request.node.nodeid)}.png"
+        page.screenshot(path=str(shot), full_page=True, animations="disabled")
     finally:
         context.close()
     problems = page_problems.unexpected()
