@@ -64,6 +64,7 @@ class FunctionTerm(TypedDict):
     name: str  # floor ceil round abs min max ...
     args: list[list[Term]]
     total: Number
+    flavor: NotRequired[str]  # a label written after the call: "floor(1d6 / 2)[fire]"
 
 
 class SubRoll(TypedDict):
