@@ -79,9 +79,13 @@ export function connectFromPage({ name, formats } = {}) {
     }
   });
   if (typeof window !== "undefined") {
-    window.addEventListener("online", () => relay.reconnectNow());
+    // Waiting out a backoff is pointless once the network is back or the reader is looking again.
+    const hurry = () => {
+      if (relay.status === "reconnecting") relay.reconnectNow();
+    };
+    window.addEventListener("online", hurry);
     document.addEventListener("visibilitychange", () => {
-      if (document.visibilityState === "visible" && relay.status === "reconnecting") relay.reconnectNow();
+      if (document.visibilityState === "visible") hurry();
     });
   }
   return relay;
@@ -552,7 +556,7 @@ export class Feed {
   }
 
   _keys(e) {
-    const current = e.target.closest?.(":scope > article, article");
+    const current = e.target.closest?.("article");
     if (!current || current.parentElement !== this.root) return;
     let next = null;
     if (e.key === "PageDown" || e.key === "j") next = current.nextElementSibling;
