@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import lru_cache
 
 from rules.args import Args, check_int
 from rules.errors import RulesError
 from rules.registry import system
-from rules.result import Die, Result, die, make_result
+from rules.result import Die, Result
 from rules.rng import Dice
 
 FACES = 10
@@ -59,13 +59,19 @@ def parse_pool(where: str, text: object) -> Pool:
     """``"5k3"`` as a pool of at most ``MAX_DICE`` rolled and kept dice."""
     if not isinstance(text, str):
         raise RulesError("bad_type", f"{where} must be a string such as '5k3'.")
-    match = _POOL.fullmatch(text)
-    if match is None:
+    pool = _read_pool(text)
+    if pool is None:
         raise RulesError("bad_value", f"{where} must be written XkY, such as '5k3'; got {text[:40]!r}.")
-    pool = Pool(int(match[1]), int(match[2]))
     if pool.rolled > MAX_DICE or pool.kept > MAX_DICE:
         raise RulesError("out_of_range", f"{where} may roll and keep at most {MAX_DICE} dice; got {pool}.")
     return pool
+
+
+@lru_cache(maxsize=1024)
+def _read_pool(text: str) -> Pool | None:
+    # Cached: players roll the same few pools again and again, and a Pool is immutable.
+    match = _POOL.fullmatch(text)
+    return None if match is None else Pool(int(match[1]), int(match[2]))
 
 
 def parse_modifier(where: str, text: object, *, bonus_only: bool = False) -> Pool:
@@ -94,6 +100,8 @@ def apply_modifiers(base: Pool, modifiers: Sequence[Pool]) -> Pool:
     A penalty that takes more dice than the pool has leaves nothing to roll (0 dice), it is not an
     error: the roll then totals its bonuses alone.
     """
+    if not modifiers and base.rolled >= 0 and base.kept >= 0:
+        return base
     pool = base
     for modifier in modifiers:
         pool = pool + modifier
@@ -107,15 +115,24 @@ def apply_modifiers(base: Pool, modifiers: Sequence[Pool]) -> Pool:
 
 def roll_chain(rng: Dice, explode: bool) -> list[int]:
     """One die's faces: a 10 rolls again and adds, up to ``MAX_CHAIN`` rolls."""
-    chain = [rng.roll(FACES)]
-    while explode and chain[-1] == FACES and len(chain) < MAX_CHAIN:
+    first = rng.roll(FACES)
+    return roll_chain_from(rng, first) if explode else [first]
+
+
+def roll_chain_from(rng: Dice, first: int) -> list[int]:
+    """An exploding die's faces after its first face ``first``."""
+    chain = [first]
+    while chain[-1] == FACES and len(chain) < MAX_CHAIN:
         chain.append(rng.roll(FACES))
     return chain
 
 
 def keep_highest(values: Sequence[int], kept: int) -> list[bool]:
     """Which dice are kept: the ``kept`` highest values, the earlier die first among equals."""
-    order = sorted(range(len(values)), key=lambda i: (-values[i], i))
+    if kept >= len(values):
+        return [True] * len(values)
+    # A reversed sort is still stable: equal values stay in rolling order, so the earlier die wins.
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
     chosen = set(order[:kept])
     return [i in chosen for i in range(len(values))]
 
@@ -146,8 +163,16 @@ class Options:
     explode: bool
 
 
+_SKILL_OPTIONS = ("modifiers", "bonus", "explode", "assist_ranks", "tn")
+_DAMAGE_OPTIONS = ("modifiers", "bonus", "explode")
+#: Frozen, so one instance serves every roll that gives none of the options.
+DEFAULT_OPTIONS = Options((), 0, (), None, True)
+
+
 def read_options(args: Args, *, skill_roll: bool = True) -> Options:
     """Read ``modifiers``, ``bonus``, ``explode`` and, for skill rolls, ``assist_ranks`` and ``tn``."""
+    if args.absent(_SKILL_OPTIONS if skill_roll else _DAMAGE_OPTIONS):
+        return DEFAULT_OPTIONS
     raw_mods = args.items("modifiers", [], max_len=MAX_MODIFIERS)
     modifiers = tuple(
         parse_modifier(f"{args.where('modifiers')} item {i + 1}", m) for i, m in enumerate(raw_mods)
@@ -169,20 +194,30 @@ def read_options(args: Args, *, skill_roll: bool = True) -> Options:
 def resolve_pool(system_name: str, label: str, base: Pool, options: Options, rng: Dice) -> Result:
     """Roll ``base`` with ``options`` and build the result."""
     pool = apply_modifiers(base, options.modifiers)
-    chains = [roll_chain(rng, options.explode) for _ in range(pool.rolled)]
-    values = [sum(chain) for chain in chains]
+    # Die by die, each chain finished before the next die (the order the scripted tests pin);
+    # roll_chain's rule written inline, as this loop is the whole cost of a roll.
+    roll = rng.roll
+    explode = options.explode
+    chains: list[list[int]] = []
+    for _ in range(pool.rolled):
+        face = roll(FACES)
+        chains.append(roll_chain_from(rng, face) if face == FACES and explode else [face])
+    values = [chain[0] if len(chain) == 1 else sum(chain) for chain in chains]
     kept_flags = keep_highest(values, pool.kept)
     dice: list[Die] = []
     for chain, value, kept in zip(chains, values, kept_flags, strict=True):
-        marks: dict[str, Any] = {"chain": chain, "exploded": len(chain) > 1}
+        # rules.result.die's shape, written out: faces, value, kept, then this system's marks.
+        entry: Die = {"faces": FACES, "value": value, "kept": kept}
+        entry["chain"] = chain
+        entry["exploded"] = len(chain) > 1
         if len(chain) == MAX_CHAIN and chain[-1] == FACES:
-            marks["capped"] = True
-        dice.append(die(FACES, value, kept, **marks))
+            entry["capped"] = True
+        dice.append(entry)
     kept_values = [v for v, k in zip(values, kept_flags, strict=True) if k]
     assist = sum(options.assists)
     total = sum(kept_values) + options.bonus + assist
 
-    pool_text = str(pool)
+    pool_text = pool_text_final = f"{pool.rolled}k{pool.kept}"
     if options.modifiers:
         pool_text = " ".join([str(base), *(m.signed() for m in options.modifiers)]) + f" = {pool}"
     formula = pool_text + ": " + (" + ".join(str(v) for v in kept_values) or "0")
@@ -194,7 +229,7 @@ def resolve_pool(system_name: str, label: str, base: Pool, options: Options, rng
     success: bool | None = None
     success_margins: int | None = None
     failure_margins: int | None = None
-    text = f"{label} {pool}"
+    text = f"{label} {pool_text_final}"
     if options.tn is not None:
         success = total >= options.tn
         success_margins, failure_margins = margins(total, options.tn)
@@ -213,22 +248,23 @@ def resolve_pool(system_name: str, label: str, base: Pool, options: Options, rng
     if exploded:
         text += f" ({_plural(exploded, 'die', 'dice')} exploded)"
 
-    return make_result(
-        system_name,
-        dice,
-        total,
-        formula,
-        text,
-        pool=str(pool),
-        rolled=pool.rolled,
-        kept=pool.kept,
-        bonus=options.bonus,
-        assist=assist,
-        tn=options.tn,
-        success=success,
-        success_margins=success_margins,
-        failure_margins=failure_margins,
-    )
+    # rules.result.make_result's fields in its order, written out (no effects or requires here).
+    return {
+        "system": system_name,
+        "dice": dice,
+        "total": total,
+        "formula": formula,
+        "text": text,
+        "pool": pool_text_final,
+        "rolled": pool.rolled,
+        "kept": pool.kept,
+        "bonus": options.bonus,
+        "assist": assist,
+        "tn": options.tn,
+        "success": success,
+        "success_margins": success_margins,
+        "failure_margins": failure_margins,
+    }
 
 
 @system("honors_edge.roll", "Honor's Edge roll and keep: XkY d10s, exploding 10s, TN and margins")
