@@ -11,7 +11,7 @@ from __future__ import annotations
 from rules.args import Args
 from rules.errors import RulesError
 from rules.registry import system
-from rules.result import Result, die, make_result, signed
+from rules.result import Die, Result, signed
 from rules.rng import Dice
 
 #: name -> (faces rolled, adjustment added to the face)
@@ -84,7 +84,17 @@ def _attribute_formula(name: str) -> str:
     return f"(1d{faces}{signed(adjust)})" if adjust else f"1d{faces}"
 
 
+_ATTRIBUTE_NAMES = tuple(ATTRIBUTE_DICE)
+_DIFFICULTY_NAMES = tuple(DIFFICULTIES)
+_TN_ARGS = ("tn", "difficulty")
+_ADJUSTMENT_ARGS = ("boons", "banes", "skill_type", "trained", "bonus")
+#: "(1d4 - 1)", "1d8", ... for each attribute die.
+_ATTRIBUTE_FORMULA = {name: _attribute_formula(name) for name in ATTRIBUTE_DICE}
+
+
 def _read_tn(args: Args) -> int:
+    if args.absent(_TN_ARGS):
+        return DIFFICULTIES["medium"]
     if args.has("tn") and args.has("difficulty"):
         raise RulesError(
             "bad_value",
@@ -93,7 +103,7 @@ def _read_tn(args: Args) -> int:
     if args.has("tn"):
         tn: int = args.integer("tn", lo=1, hi=TN_MAX)
         return tn
-    name: str = args.string("difficulty", "medium", choices=tuple(DIFFICULTIES))
+    name: str = args.string("difficulty", "medium", choices=_DIFFICULTY_NAMES)
     return DIFFICULTIES[name]
 
 
@@ -101,14 +111,19 @@ def _read_tn(args: Args) -> int:
     "nexus.test", "Nexus RPG skill test: attribute die + d6 + skill rank against a TN, with boons and banes."
 )
 def skill_test(args: Args, rng: Dice) -> Result:
-    attribute: str = args.string("attribute_die", choices=tuple(ATTRIBUTE_DICE))
+    attribute: str = args.string("attribute_die", choices=_ATTRIBUTE_NAMES)
     rank: int = args.integer("skill_rank", 0, lo=0, hi=RANK_MAX)
     tn = _read_tn(args)
-    boons: int = args.integer("boons", 0, lo=0, hi=BOONS_MAX)
-    banes: int = args.integer("banes", 0, lo=0, hi=BOONS_MAX)
-    skill_type: str = args.string("skill_type", "general", choices=SKILL_TYPES)
-    trained: bool = args.boolean("trained", True)
-    bonus: int = args.integer("bonus", 0, lo=-BONUS_LIMIT, hi=BONUS_LIMIT)
+    if args.absent(_ADJUSTMENT_ARGS):
+        boons = banes = bonus = 0
+        skill_type = "general"
+        trained = True
+    else:
+        boons = args.integer("boons", 0, lo=0, hi=BOONS_MAX)
+        banes = args.integer("banes", 0, lo=0, hi=BOONS_MAX)
+        skill_type = args.string("skill_type", "general", choices=SKILL_TYPES)
+        trained = args.boolean("trained", True)
+        bonus = args.integer("bonus", 0, lo=-BONUS_LIMIT, hi=BONUS_LIMIT)
     args.finish()
 
     if not trained and skill_type == "magic":
@@ -120,19 +135,25 @@ def skill_test(args: Args, rng: Dice) -> Result:
     untrained_bane = not trained and skill_type in {"combat", "expert"}
     net = boons - (banes + (1 if untrained_bane else 0))
 
-    faces = ATTRIBUTE_DICE[attribute][0]
+    faces, adjust = ATTRIBUTE_DICE[attribute]
     face = rng.roll(faces)
-    value = attribute_value(attribute, face)
-    dice = [die(faces, face, role="attribute")]
+    value = max(0, face + adjust)  # attribute_value(), inlined
+    # rules.result.die's shape, written out: faces, value, kept, role.
+    dice: list[Die] = [{"faces": faces, "value": face, "kept": True, "role": "attribute"}]
 
     first = rng.roll(6)
-    d6 = [first]
-    if net != 0:
-        d6.append(rng.roll(6))
-    d6_used = max(d6) if net > 0 else min(d6)
-    # On a tie the first d6 counts, so exactly one d6 is ever kept.
-    used_index = d6.index(d6_used)
-    dice += [die(6, v, kept=i == used_index, role="d6") for i, v in enumerate(d6)]
+    if net == 0:
+        d6 = [first]
+        d6_used = first
+        dice.append({"faces": 6, "value": first, "kept": True, "role": "d6"})
+    else:
+        second = rng.roll(6)
+        d6 = [first, second]
+        d6_used = max(first, second) if net > 0 else min(first, second)
+        # On a tie the first d6 counts, so exactly one d6 is ever kept.
+        first_used = first == d6_used
+        dice.append({"faces": 6, "value": first, "kept": first_used, "role": "d6"})
+        dice.append({"faces": 6, "value": second, "kept": not first_used, "role": "d6"})
 
     modifier = boon_modifier(net)
     total = value + d6_used + rank + modifier + bonus
@@ -140,7 +161,7 @@ def skill_test(args: Args, rng: Dice) -> Result:
     level = success_level(difference)
 
     d6_formula = "1d6" if net == 0 else ("2d6kh" if net > 0 else "2d6kl")
-    formula = f"{_attribute_formula(attribute)} + {d6_formula}"
+    formula = f"{_ATTRIBUTE_FORMULA[attribute]} + {d6_formula}"
     if rank:
         formula += f" + {rank} (skill)"
     if modifier:
@@ -155,22 +176,23 @@ def skill_test(args: Args, rng: Dice) -> Result:
         text += ", untrained (+1 bane)"
     text += "."
 
-    return make_result(
-        "nexus.test",
-        dice,
-        total,
-        formula,
-        text,
-        attribute_die=attribute,
-        attribute_value=value,
-        d6=d6,
-        d6_used=d6_used,
-        net_boons=net,
-        boon_modifier=modifier,
-        skill_rank=rank,
-        bonus=bonus,
-        tn=tn,
-        difference=difference,
-        success_level=level,
-        success=difference >= 0,
-    )
+    # rules.result.make_result's fields in its order, written out (no effects or requires here).
+    return {
+        "system": "nexus.test",
+        "dice": dice,
+        "total": total,
+        "formula": formula,
+        "text": text,
+        "attribute_die": attribute,
+        "attribute_value": value,
+        "d6": d6,
+        "d6_used": d6_used,
+        "net_boons": net,
+        "boon_modifier": modifier,
+        "skill_rank": rank,
+        "bonus": bonus,
+        "tn": tn,
+        "difference": difference,
+        "success_level": level,
+        "success": difference >= 0,
+    }
