@@ -1,8 +1,9 @@
 """Memory: resident memory per idle connection, at 10,000 connections.
 
-For each server: start it, open one connection in each of ten rooms (so rooms, code paths and caches are
-loaded), read the server's VmRSS, open 10,000 more connections spread over the ten rooms by several
-receiver processes, let the server settle, read VmRSS again.
+For each server: start it, send 100 rolls into each of ten rooms (a table in play has a history, and the
+relay's welcome carries the last 100 events), open one connection in each room (so rooms, code paths
+and caches are loaded), read the server's VmRSS, open 10,000 more connections spread over the ten rooms
+by several receiver processes, let the server settle, read VmRSS again.
 
     KiB per connection = (RSS after − RSS before) / connections
 """
@@ -25,7 +26,13 @@ ROOMS = 10
 
 
 async def measure(
-    kind: str, run_dir: Path, calibration: Calibration, *, connections: int, traced: Path | None = None
+    kind: str,
+    run_dir: Path,
+    calibration: Calibration,
+    *,
+    connections: int,
+    history: int = 100,
+    traced: Path | None = None,
 ) -> dict[str, Any]:
     """RSS per idle connection; with ``traced`` (relay only), also where the traced allocations grew."""
     tag = f"memory-{connections}" + ("-traced" if traced else "")
@@ -33,6 +40,23 @@ async def measure(
     groups = []
     try:
         rooms = server.add_rooms(ROOMS)
+        # A table in play has a history: the relay's welcome carries the last 100 events.
+        driver = await start_clients(
+            f"memory-{kind}-driver",
+            run_dir,
+            {
+                "role": "driver",
+                "kind": kind,
+                "targets": server.targets("driver", rooms, 1),
+                "intent": servers.INTENT,
+                "label": servers.LABEL,
+            },
+        )
+        groups.append(driver)
+        await driver.expect("ready", 60)
+        if history:
+            driver.send(cmd="burst", n=history, timeout=60)
+            await driver.expect("burst", 90)
         warm = await start_clients(
             f"memory-{kind}-warm",
             run_dir,
@@ -47,15 +71,12 @@ async def measure(
         per_room = connections // ROOMS
         parts = max(2, connections // 2500)
         chunks = split(server.targets("receive", rooms, per_room), parts)
+        bulk = []
         for i, chunk in enumerate(chunks):
-            groups.append(
-                await start_clients(
-                    f"memory-{kind}-{i}",
-                    run_dir,
-                    {"role": "receive", "kind": kind, "targets": chunk, "concurrency": 32},
-                )
-            )
-        ready = await gather_expect(groups[1:], "ready", 240)
+            config = {"role": "receive", "kind": kind, "targets": chunk, "concurrency": 32}
+            bulk.append(await start_clients(f"memory-{kind}-{i}", run_dir, config))
+            groups.append(bulk[-1])
+        ready = await gather_expect(bulk, "ready", 240)
         opened = sum(r["conns"] for r in ready)
         connect_seconds = max(r["seconds"] for r in ready)
         await asyncio.sleep(2.0)
@@ -71,6 +92,7 @@ async def measure(
         "rss_after_kib": after,
         "kib_per_connection": (after - before) / opened,
         "connect_seconds": connect_seconds,
+        "history": history,
         "trace": _per_connection(trace, opened) if trace is not None else None,
     }
 
@@ -80,7 +102,7 @@ async def _snapshot(pid: int, out: Path | None) -> dict[str, Any] | None:
     if out is not None and out.exists():
         out.unlink()
     os.kill(pid, signal.SIGUSR1)
-    for _ in range(600):
+    for _ in range(1800):  # a snapshot of a big traced heap takes a while
         await asyncio.sleep(0.1)
         if out is None:
             return None
@@ -91,15 +113,20 @@ async def _snapshot(pid: int, out: Path | None) -> dict[str, Any] | None:
 
 
 def _per_connection(trace: dict[str, Any], connections: int) -> dict[str, Any]:
-    """Traced bytes per connection, total and by allocation site (innermost frame first)."""
-    return {
-        "bytes_per_connection": trace["total_diff"] / connections,
-        "sites": [
+    """Traced bytes per connection: in all, by allocating line and by file."""
+
+    def rows(key: str, limit: int) -> list[dict[str, Any]]:
+        return [
             {
+                "where": row["where"],
                 "bytes_per_connection": round(row["size_diff"] / connections, 1),
                 "blocks_per_connection": round(row["count_diff"] / connections, 2),
-                "where": list(reversed(row["where"]))[:3],
             }
-            for row in trace["top"][:15]
-        ],
+            for row in trace[key][:limit]
+        ]
+
+    return {
+        "bytes_per_connection": trace["total_diff"] / connections,
+        "lines": rows("lineno", 15),
+        "files": rows("filename", 10),
     }

@@ -512,20 +512,23 @@ def memory_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     trace_text = ""
     if traced and traced.get("trace"):
         t = traced["trace"]
-        sites = [
-            (
-                f"{s['bytes_per_connection']:,.0f}",
-                f"{s['blocks_per_connection']:.1f}",
-                "`" + " ← ".join(s["where"]) + "`",
-            )
-            for s in t["sites"][:12]
-        ]
-        trace_text = f"""Where it goes: a second relay run with tracemalloc (`bench/relay_traced.py`,
-{traced["connections"]:,} connections) counted {t["bytes_per_connection"]:,.0f} bytes of Python allocations
-per connection (RSS also counts allocator slack and the interpreter's own free lists, which tracemalloc does
-not see). Largest sites (innermost frame first):
 
-{table(["bytes/conn", "blocks/conn", "allocated at"], sites, "rrl")}
+        def rows_of(key: str, limit: int) -> list[tuple[str, str, str]]:
+            return [
+                (f"`{s['where']}`", f"{s['bytes_per_connection']:,.0f}", f"{s['blocks_per_connection']:.1f}")
+                for s in t[key][:limit]
+            ]
+
+        trace_text = f"""### Where it goes
+
+A separate relay run under tracemalloc (`bench/relay_traced.py`, {traced["connections"]:,} connections; not
+part of the figure above) counted {t["bytes_per_connection"]:,.0f} bytes of Python allocations per
+connection. RSS adds what tracemalloc does not see: allocator slack and fragmentation, the interpreter's
+free lists, and memory held by C libraries. By file, then by allocating line:
+
+{table(["file", "bytes/conn", "blocks/conn"], rows_of("files", 10))}
+
+{table(["line", "bytes/conn", "blocks/conn"], rows_of("lines", 15))}
 """
     text = f"""## 3. Memory
 
