@@ -59,6 +59,16 @@ def load_secret(data: Path, configured: str | None = None) -> bytes:
     return secret
 
 
+def new_gm_id() -> str:
+    """A participant id for a GM token.
+
+    Invites (no ``sub``) make a new participant per connection, which is right for players joining from
+    one shared link but wrong for a GM: a GM token names one participant, so a second tab or a reconnect
+    is the same GM, not another one.
+    """
+    return "gm-" + secrets.token_hex(6)
+
+
 def issue(
     secret: bytes,
     room: str,

@@ -108,7 +108,7 @@ def room_create_command(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     secret = auth.load_secret(config.data, config.secret)
-    gm = auth.issue(secret, info.id, "gm")
+    gm = auth.issue(secret, info.id, "gm", sub=auth.new_gm_id())
     player = auth.issue(secret, info.id, "player")
     spectator = auth.issue(secret, info.id, "spectator")
     watch = f"{_public_base(config)}/watch#{spectator}"
@@ -165,5 +165,6 @@ def token_command(args: argparse.Namespace) -> int:
         return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
     secret = auth.load_secret(config.data, config.secret)
     ttl = auth.DEFAULT_TTL if args.ttl is None else args.ttl
-    print(auth.issue(secret, info.id, args.role, name=args.name, ttl=ttl))
+    sub = auth.new_gm_id() if args.role == "gm" else None
+    print(auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl))
     return 0

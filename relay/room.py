@@ -191,7 +191,9 @@ class Room:
             pid = self._make_id()
             display = claims.name or name
         if not display:
-            display = {"gm": "GM", "player": "Player", "spectator": "Spectator"}[claims.role] + " " + pid[:4]
+            role_name = {"gm": "GM", "player": "Player", "spectator": "Spectator"}[claims.role]
+            # A GM token's id starts with "gm-" (relay.auth.new_gm_id); its digits would only be noise.
+            display = role_name if pid.startswith("gm-") else f"{role_name} {pid[:4]}"
         member = Member(pid, display, claims.role)
         session = Session(member, formats)
         count = self.sockets.get(pid, 0)

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from .conftest import Room, Server, pack, parse_log_line
+from .conftest import Client, Room, Server, pack, parse_log_line
 
 POWER = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
 
@@ -118,3 +118,26 @@ async def test_log_lines_are_json(server: Server, room: Room, clients: Any) -> N
     listening = [parse_log_line(line) for line in server.log_lines]
     assert next(r for r in listening if r and r.get("event") == "listening")["url"] == server.url
     assert re.fullmatch(r"ws://127\.0\.0\.1:\d+/ws", server.url), server.url
+
+
+async def test_a_gm_token_is_one_participant_on_every_socket(server: Server, room: Room) -> None:
+    # Invites make a new participant per connection; the GM token from `room create` (and `token --role
+    # gm`) names one, so a second tab or a reconnect is the same GM, not a second one.
+    first = await Client.join(server.url, room.gm, "gm-tab-1", name="Mercer")
+    second = await Client.join(server.url, room.gm, "gm-tab-2")
+    try:
+        assert first.id == second.id
+        assert second.me["name"] == "Mercer"
+        members = [m for m in second.welcome["state"]["members"] if m["role"] == "gm"]
+        assert [m["id"] for m in members] == [first.id]
+    finally:
+        await first.close()
+        await second.close()
+    minted = server.token(room.id, "gm")
+    third = await Client.join(server.url, minted, "gm-minted", name="Co-GM")
+    try:
+        assert third.id not in {first.id}
+        assert third.me["role"] == "gm"
+        assert third.me["name"] == "Co-GM"
+    finally:
+        await third.close()
