@@ -199,20 +199,29 @@ def resolve_pool(system_name: str, label: str, base: Pool, options: Options, rng
     roll = rng.roll
     explode = options.explode
     chains: list[list[int]] = []
+    values: list[int] = []
+    exploded = 0
     for _ in range(pool.rolled):
         face = roll(FACES)
-        chains.append(roll_chain_from(rng, face) if face == FACES and explode else [face])
-    values = [chain[0] if len(chain) == 1 else sum(chain) for chain in chains]
+        if face == FACES and explode:
+            chain = roll_chain_from(rng, face)
+            exploded += 1
+            values.append(sum(chain))
+        else:
+            chain = [face]
+            values.append(face)
+        chains.append(chain)
     kept_flags = keep_highest(values, pool.kept)
-    dice: list[Die] = []
-    for chain, value, kept in zip(chains, values, kept_flags, strict=True):
-        # rules.result.die's shape, written out: faces, value, kept, then this system's marks.
-        entry: Die = {"faces": FACES, "value": value, "kept": kept}
-        entry["chain"] = chain
-        entry["exploded"] = len(chain) > 1
-        if len(chain) == MAX_CHAIN and chain[-1] == FACES:
-            entry["capped"] = True
-        dice.append(entry)
+    # rules.result.die's shape, written out: faces, value, kept, then this system's marks.
+    dice: list[Die] = [
+        {"faces": FACES, "value": value, "kept": kept, "chain": chain, "exploded": len(chain) > 1}
+        for chain, value, kept in zip(chains, values, kept_flags, strict=True)
+    ]
+    if exploded:
+        for entry in dice:
+            chain = entry["chain"]
+            if len(chain) == MAX_CHAIN and chain[-1] == FACES:
+                entry["capped"] = True
     kept_values = [v for v, k in zip(values, kept_flags, strict=True) if k]
     assist = sum(options.assists)
     total = sum(kept_values) + options.bonus + assist
@@ -220,7 +229,7 @@ def resolve_pool(system_name: str, label: str, base: Pool, options: Options, rng
     pool_text = pool_text_final = f"{pool.rolled}k{pool.kept}"
     if options.modifiers:
         pool_text = " ".join([str(base), *(m.signed() for m in options.modifiers)]) + f" = {pool}"
-    formula = pool_text + ": " + (" + ".join(str(v) for v in kept_values) or "0")
+    formula = pool_text + ": " + (" + ".join(map(str, kept_values)) or "0")
     if options.bonus:
         formula += f" {'+' if options.bonus > 0 else '-'} {abs(options.bonus)}"
     if options.assists:
@@ -244,7 +253,6 @@ def resolve_pool(system_name: str, label: str, base: Pool, options: Options, rng
                 text += f" with {_plural(failure_margins, 'failure margin')}"
     else:
         text += f": {total}"
-    exploded = sum(1 for chain in chains if len(chain) > 1)
     if exploded:
         text += f" ({_plural(exploded, 'die', 'dice')} exploded)"
 
@@ -275,7 +283,13 @@ def roll(args: Args, rng: Dice) -> Result:
     if given_pool and given_counts:
         raise RulesError("bad_value", f"{where} takes either 'pool' or 'rolled' and 'kept', not both.")
     if given_pool:
-        base = parse_pool(args.where("pool"), args.raw("pool"))
+        raw = args.raw("pool")
+        # The cached reading first; parse_pool again only to raise its error for a pool it refuses.
+        cached = _read_pool(raw) if type(raw) is str else None
+        if cached is not None and cached.rolled <= MAX_DICE and cached.kept <= MAX_DICE:
+            base = cached
+        else:
+            base = parse_pool(args.where("pool"), raw)
     elif given_counts:
         base = Pool(
             args.integer("rolled", lo=0, hi=MAX_DICE),
