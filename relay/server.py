@@ -592,6 +592,7 @@ async def run(
     secret = auth.load_secret(config.data, config.secret)
     log = SqliteLog(config.db_path, synchronous=config.synchronous)
     relay = Relay(config, log, secret, resolve=resolve)
+    log.on_commit = relay.metrics.batch.observe
     try:
         async with serve(
             relay.handler,

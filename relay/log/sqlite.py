@@ -194,6 +194,9 @@ class SqliteLog(EventLog):
         self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
         self._closed = False
         self.stats = _Stats()
+        # Called from the writer thread with each transaction's append count (the server feeds its
+        # batch-size histogram with it; prometheus_client is thread-safe).
+        self.on_commit: Callable[[int], None] | None = None
         self._writer.start()
 
     # -- the writer thread -------------------------------------------------------------------------------
@@ -275,6 +278,8 @@ class SqliteLog(EventLog):
         self.stats.transactions += 1
         self.stats.appends += len(written)
         self.stats.largest_batch = max(self.stats.largest_batch, len(appends))
+        if self.on_commit is not None:
+            self.on_commit(len(appends))
 
     def _deliver(self, outcomes: list[_Outcome]) -> None:
         def complete() -> None:

@@ -54,6 +54,10 @@ async def test_metrics_count_connections_events_rolls_and_errors(
     errors = [line for line in metric_lines(text, "error", "_total") if 'code="bad_frame"' in line]
     assert errors, "no errors-by-code metric:\n" + text
     assert any(float(line.rsplit(" ", 1)[1]) >= 1 for line in errors), errors
+    # Every stored event went through a SQLite transaction: the batch-size histogram counted them.
+    batches = metric_lines(text, "tablerelay_append_batch_size", "_count")
+    assert batches, "no append batch metric:\n" + text
+    assert float(batches[0].rsplit(" ", 1)[1]) >= 1, "append batches not recorded:\n" + text
 
 
 async def test_welcome_describes_the_room_and_the_client(server: Server, room: Room, clients: Any) -> None:
