@@ -6,6 +6,7 @@ Each subcommand's work lives in its own module; this file only parses the comman
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -61,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command != "serve" and hasattr(signal, "SIGPIPE"):
+        # One-shot commands piped into `head` should end quietly, as other command-line tools do. The
+        # server keeps Python's default (SIGPIPE ignored) so a closed socket is an error, not a kill.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args.command == "roll":
         from rules.cli import roll_command
 

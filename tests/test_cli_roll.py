@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -116,3 +117,23 @@ def test_a_value_that_is_not_json_is_a_string() -> None:
     result = json.loads(done.stdout)
     assert result["tn"] == 10
     assert result["dice"][0]["faces"] == 12
+
+
+def test_a_closed_pipe_ends_the_command_quietly() -> None:
+    # `tablerelay roll ... | head -1` must not print a BrokenPipeError traceback. The pipe's reading end is
+    # closed before the command starts, so its very first write fails.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [str(TABLERELAY), "roll", "list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == "", done.stderr
