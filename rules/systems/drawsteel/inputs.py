@@ -37,12 +37,6 @@ class Modifiers:
         )
 
 
-def read_characteristic(args: Args, name: str) -> int:
-    lo, hi = CHARACTERISTIC_RANGE
-    value: int = args.integer(name, 0, lo=lo, hi=hi)
-    return value
-
-
 #: The arguments ``read_modifiers`` reads.
 MODIFIER_ARGS = ("edges", "banes", "bonus", "auto_tiers", "downgrade_to")
 NO_MODIFIERS = Modifiers()

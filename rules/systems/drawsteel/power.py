@@ -6,12 +6,13 @@ from rules.args import Args
 from rules.registry import system
 from rules.result import Result
 from rules.rng import Dice
-from rules.systems.drawsteel.inputs import read_characteristic, read_modifiers
+from rules.systems.drawsteel.inputs import CHARACTERISTIC_RANGE, read_modifiers
 from rules.systems.drawsteel.outcome import Kind, power_outcome
 from rules.systems.drawsteel.wording import formula_terms, shown, tier_steps
 
 SYSTEM = "drawsteel.power"
 KINDS: tuple[Kind, ...] = ("ability", "test")
+_LOWEST, _HIGHEST = CHARACTERISTIC_RANGE
 
 
 def roll_2d10(rng: Dice) -> list[int]:
@@ -21,7 +22,7 @@ def roll_2d10(rng: Dice) -> list[int]:
 
 @system(SYSTEM, "Draw Steel power roll: 2d10 + characteristic, edges and banes, tiers 1-3")
 def resolve_power(args: Args, rng: Dice) -> Result:
-    characteristic = read_characteristic(args, "characteristic")
+    characteristic: int = args.integer("characteristic", 0, lo=_LOWEST, hi=_HIGHEST)
     modifiers = read_modifiers(args)
     kind: Kind = args.string("kind", "ability", choices=KINDS)
     args.finish()

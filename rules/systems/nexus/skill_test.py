@@ -155,7 +155,7 @@ def skill_test(args: Args, rng: Dice) -> Result:
         dice.append({"faces": 6, "value": first, "kept": first_used, "role": "d6"})
         dice.append({"faces": 6, "value": second, "kept": not first_used, "role": "d6"})
 
-    modifier = boon_modifier(net)
+    modifier = boon_modifier(net) if net else 0
     total = value + d6_used + rank + modifier + bonus
     difference = total - tn
     level = success_level(difference)
