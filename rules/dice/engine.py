@@ -67,9 +67,13 @@ def evaluate(formula: str, rng: Dice, dialect: str = "foundry") -> Evaluation:
     parsed = parse(formula, dialect)
     fast = parsed.fast
     if fast is not None:
-        # No typing.cast here or below: on this path building ``list[Term]`` would cost more than a die.
-        total, planned, text, dice_max = fast.run(rng)
-        return Evaluation(total, planned, None, parsed.formula, text, dice_max, dialect)  # type: ignore[arg-type]
+        run = fast.run
+        if run is None:
+            run = fast.warm()
+        if run is not None:
+            # No typing.cast here or below: on this path building ``list[Term]`` costs more than a die.
+            total, planned, text, dice_max = run(rng)
+            return Evaluation(total, planned, None, parsed.formula, text, dice_max, dialect)  # type: ignore[arg-type]
     ctx = Ctx(rng)
     for node in parsed.inlines:
         node.evaluate_first(ctx)

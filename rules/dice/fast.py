@@ -2,10 +2,14 @@
 
 ``1d20 + 5``, ``4d6kh3``, ``2d20kh1 + 7``, ``3d6 + 2d8 + 1d4 + 5``, ``10d10x``: when a formula is only
 standard dice (plain, or with one keep/drop, or with a bare ``x``) and whole numbers joined by ``+`` and
-``-``, the parser also compiles a plan for it, once, into one straight-line Python function that rolls the
-dice, builds the terms and writes the text without walking the tree. The results are identical to the
-tree's (the tests compare both on every construct the plan accepts, with the same dice); only the work is
-less.
+``-``, the parser also makes a plan for it, and once the formula has been rolled a few times the plan is
+compiled into one straight-line Python function that rolls the dice, builds the terms and writes the text
+without walking the tree. The results are identical to the tree's (the tests compare both on every
+construct the plan accepts, with the same dice); only the work is less.
+
+Compiling costs a few hundred microseconds, ten times a parse, so a formula seen once or twice is not
+worth it: the first ``COMPILE_AFTER`` rolls of a formula walk the tree, and formulas of more than
+``MAX_ITEMS`` terms always do, which also bounds the memory each cached formula can hold.
 
 The function is made from Python source the way ``dataclasses`` and ``collections.namedtuple`` make
 theirs. Only integers the parser has checked and operators from a fixed set are written into the source;
@@ -26,6 +30,10 @@ from rules.result import Die
 from rules.rng import Dice
 
 _NUMBER, _PLAIN, _KEEP, _EXPLODE = 0, 1, 2, 3
+#: Rolls of a formula that walk the tree before its plan is compiled.
+COMPILE_AFTER = 3
+#: Dice and numbers in the largest formula that gets a plan.
+MAX_ITEMS = 16
 #: Dice terms of at most this many dice list their faces one by one in the generated text code.
 _SPELLED_OUT = 8
 
@@ -36,13 +44,27 @@ Run = Callable[[Dice], tuple[Number, list[dict[str, Any]], str, int]]
 
 
 class Simple:
-    """A flat plan (one ``Item`` per term) and the function compiled from it."""
+    """A flat plan (one ``Item`` per term) and, once compiled, its function ``run``."""
 
-    __slots__ = ("items", "run")
+    __slots__ = ("_uses", "items", "run")
 
     def __init__(self, items: tuple[Item, ...]) -> None:
         self.items = items
-        self.run: Run = _compile(items)
+        self.run: Run | None = None
+        self._uses = 0
+
+    def warm(self) -> Run | None:
+        """Count one more roll of the formula; its compiled function from the ``COMPILE_AFTER``-th on."""
+        self._uses += 1
+        if self._uses < COMPILE_AFTER:
+            return None
+        return self.compile()
+
+    def compile(self) -> Run:
+        """The compiled function (made on the first call; two threads racing both make an equal one)."""
+        if self.run is None:
+            self.run = _compile(self.items)
+        return self.run
 
 
 def _explode(rng: Dice, faces: int, n: int, spent: int) -> tuple[list[dict[str, Any]], int, str, int]:
@@ -227,7 +249,6 @@ def _compile(items: tuple[Item, ...]) -> Run:
     }
     exec(compile(source, "<rules.dice plan>", "exec"), namespace)  # noqa: S102 (see the module docstring)
     run: Run = namespace["run"]
-    run.__doc__ = source  # kept for reading in a debugger
     return run
 
 
@@ -256,6 +277,8 @@ def plan(root: Node, roll20: bool) -> Simple | None:
         if any(op not in ("+", "-") for op, _ in root.rest):
             return None
         pairs = [(None, root.first), *root.rest]
+    if len(pairs) > MAX_ITEMS:
+        return None
     items: list[Item] = []
     for op, node in pairs:
         if isinstance(node, NumberNode):

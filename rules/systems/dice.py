@@ -6,7 +6,7 @@ from rules.args import Args
 from rules.dice import DIALECTS, evaluate
 from rules.dice.limits import MAX_FORMULA_LENGTH
 from rules.registry import system
-from rules.result import Result, make_result
+from rules.result import Result
 from rules.rng import Dice
 
 
@@ -17,13 +17,14 @@ def roll_formula(args: Args, rng: Dice) -> Result:
     args.finish()
     ev = evaluate(formula, rng, dialect)
     # A fraction made by "/" stays a fraction, as both platforms keep it (docs/notation.md, "Totals").
-    return make_result(
-        "dice",
-        ev.dice,
-        ev.total,  # type: ignore[arg-type]
-        ev.formula,
-        ev.text,
-        terms=ev.terms,
-        dialect=dialect,
-        dice_max=ev.dice_max,
-    )
+    # rules.result.make_result's fields in its order, written out (no effects or requires here).
+    return {
+        "system": "dice",
+        "dice": ev.dice,
+        "total": ev.total,
+        "formula": ev.formula,
+        "text": ev.text,
+        "terms": ev.terms,
+        "dialect": dialect,
+        "dice_max": ev.dice_max,
+    }
