@@ -14,13 +14,14 @@ from rules.args import Args
 from rules.registry import system
 from rules.result import Result, die, signed
 from rules.rng import Dice
-from rules.systems.daggerheart.spending import read_spend
+from rules.systems.daggerheart.spending import NOTHING_SPENT, read_spend
 
 MODIFIER_LIMIT = 100
 DIFFICULTY_MAX = 100
 ADVANTAGE_MAX = 20
 
-_ADVANTAGE_ARGS = ("advantage", "disadvantage")
+#: Every argument but the modifier: when none is given, the defaults apply without reading each.
+_OPTIONAL = ("difficulty", "advantage", "disadvantage", "experience", "spend_hope", "reaction")
 _WITH_TEXT = {"hope": " with Hope", "fear": " with Fear", "critical": ", critical success"}
 
 
@@ -47,14 +48,16 @@ def generated(outcome: str, *, reaction: bool) -> list[dict[str, Any]]:
 )
 def duality(args: Args, rng: Dice) -> Result:
     modifier: int = args.integer("modifier", 0, lo=-MODIFIER_LIMIT, hi=MODIFIER_LIMIT)
-    difficulty: int | None = args.integer("difficulty", None, lo=0, hi=DIFFICULTY_MAX)
-    if args.absent(_ADVANTAGE_ARGS):
-        advantage = disadvantage = 0
+    difficulty: int | None
+    reaction: bool
+    if args.absent(_OPTIONAL):
+        difficulty, advantage, disadvantage, spend, reaction = None, 0, 0, NOTHING_SPENT, False
     else:
+        difficulty = args.integer("difficulty", None, lo=0, hi=DIFFICULTY_MAX)
         advantage = args.integer("advantage", 0, lo=0, hi=ADVANTAGE_MAX)
         disadvantage = args.integer("disadvantage", 0, lo=0, hi=ADVANTAGE_MAX)
-    spend = read_spend(args, "spend_hope", "hope")
-    reaction: bool = args.boolean("reaction", False)
+        spend = read_spend(args, "spend_hope", "hope")
+        reaction = args.boolean("reaction", False)
     args.finish()
 
     hope = rng.roll(12)

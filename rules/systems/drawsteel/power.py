@@ -6,13 +6,15 @@ from rules.args import Args
 from rules.registry import system
 from rules.result import Result
 from rules.rng import Dice
-from rules.systems.drawsteel.inputs import CHARACTERISTIC_RANGE, read_modifiers
+from rules.systems.drawsteel.inputs import CHARACTERISTIC_RANGE, MODIFIER_ARGS, NO_MODIFIERS, read_modifiers
 from rules.systems.drawsteel.outcome import Kind, power_outcome
 from rules.systems.drawsteel.wording import formula_terms, shown, tier_steps
 
 SYSTEM = "drawsteel.power"
 KINDS: tuple[Kind, ...] = ("ability", "test")
 _LOWEST, _HIGHEST = CHARACTERISTIC_RANGE
+#: Every argument but the characteristic: when none is given, the defaults apply without reading each.
+_OPTIONAL = (*MODIFIER_ARGS, "kind")
 
 
 def roll_2d10(rng: Dice) -> list[int]:
@@ -23,8 +25,12 @@ def roll_2d10(rng: Dice) -> list[int]:
 @system(SYSTEM, "Draw Steel power roll: 2d10 + characteristic, edges and banes, tiers 1-3")
 def resolve_power(args: Args, rng: Dice) -> Result:
     characteristic: int = args.integer("characteristic", 0, lo=_LOWEST, hi=_HIGHEST)
-    modifiers = read_modifiers(args)
-    kind: Kind = args.string("kind", "ability", choices=KINDS)
+    kind: Kind
+    if args.absent(_OPTIONAL):
+        modifiers, kind = NO_MODIFIERS, "ability"
+    else:
+        modifiers = read_modifiers(args)
+        kind = args.string("kind", "ability", choices=KINDS)
     args.finish()
 
     first = rng.roll(10)

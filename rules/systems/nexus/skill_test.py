@@ -86,15 +86,13 @@ def _attribute_formula(name: str) -> str:
 
 _ATTRIBUTE_NAMES = tuple(ATTRIBUTE_DICE)
 _DIFFICULTY_NAMES = tuple(DIFFICULTIES)
-_TN_ARGS = ("tn", "difficulty")
-_ADJUSTMENT_ARGS = ("boons", "banes", "skill_type", "trained", "bonus")
+#: Every argument but the attribute die and the rank: when none is given, the defaults apply.
+_OPTIONAL = ("tn", "difficulty", "boons", "banes", "skill_type", "trained", "bonus")
 #: "(1d4 - 1)", "1d8", ... for each attribute die.
 _ATTRIBUTE_FORMULA = {name: _attribute_formula(name) for name in ATTRIBUTE_DICE}
 
 
 def _read_tn(args: Args) -> int:
-    if args.absent(_TN_ARGS):
-        return DIFFICULTIES["medium"]
     if args.has("tn") and args.has("difficulty"):
         raise RulesError(
             "bad_value",
@@ -113,12 +111,10 @@ def _read_tn(args: Args) -> int:
 def skill_test(args: Args, rng: Dice) -> Result:
     attribute: str = args.string("attribute_die", choices=_ATTRIBUTE_NAMES)
     rank: int = args.integer("skill_rank", 0, lo=0, hi=RANK_MAX)
-    tn = _read_tn(args)
-    if args.absent(_ADJUSTMENT_ARGS):
-        boons = banes = bonus = 0
-        skill_type = "general"
-        trained = True
+    if args.absent(_OPTIONAL):
+        tn, boons, banes, bonus, skill_type, trained = DIFFICULTIES["medium"], 0, 0, 0, "general", True
     else:
+        tn = _read_tn(args)
         boons = args.integer("boons", 0, lo=0, hi=BOONS_MAX)
         banes = args.integer("banes", 0, lo=0, hi=BOONS_MAX)
         skill_type = args.string("skill_type", "general", choices=SKILL_TYPES)
