@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rules.dice.parser import parse
 from rules.dice.text import describe
 from rules.errors import RulesError
 from rules.result import signed
@@ -72,7 +73,9 @@ def parse_entry(where: str, tier: int, text: str) -> TierEntry:
         if not tail.strip():
             raise RulesError("bad_value", f"{where} is empty; give the tier's damage, its effect, or both.")
         return TierEntry(tier, stripped, None, tail.strip())
-    starts_like_damage = head[:1].isdigit() or words[0].rstrip(",") in LETTERS
+    starts_like_damage = (
+        head[:1].isdigit() or words[0].rstrip(",") in LETTERS or _DICE.fullmatch(words[0]) is not None
+    )
     if words[-1].lower() != "damage":
         if starts_like_damage and _DAMAGE_WORD.search(head):
             raise _unreadable(where, stripped, "the damage must end with the word 'damage'")
@@ -124,6 +127,7 @@ def _parse_damage(where: str, entry: str, body: list[str]) -> DamageExpr:
         formula = " + ".join(dice)
         # The dice engine's own limits (faces, dice per formula) apply; refuse here, before any roll.
         check_damage(f"{where} ({entry!r})", formula)
+        formula = parse(formula, "foundry").formula  # as the engine writes it: "d8" is "1d8"
     return DamageExpr(flat, letters, damage_type, formula)
 
 

@@ -252,3 +252,10 @@ def test_a_critical_ability_roll_does_not_add_dice_maximum() -> None:
     result = ability([10, 10, 1, 1, 1])
     target = result["targets"][0]
     assert (target["critical"], target["tier"], target["damage"]) == (True, 3, 3 + 3)
+
+
+def test_an_entry_may_start_with_dice_without_a_count() -> None:
+    result = ability([1, 2, 5], tiers=["d8 + A cold damage; slowed", "5 damage", "9 damage"])
+    target = result["targets"][0]
+    assert (target["damage"], target["damage_type"], target["effect"]) == (5 + 3, "cold", "slowed")
+    assert target["damage_formula"] == "1d8 + 3 (A)"  # written the way the dice engine writes it
