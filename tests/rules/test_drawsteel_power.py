@@ -387,3 +387,26 @@ def test_too_many_automatic_tiers() -> None:
 def test_bad_kind() -> None:
     error = refused("bad_value", "'kind'", kind="save")
     assert "'ability', 'test'" in error.message
+
+
+def test_unknown_arguments_list_every_argument_known() -> None:
+    # The optional arguments are taken in one step when none is given (Args.absent); the refusal of an
+    # unknown one still names them all.
+    error = refused("unknown_argument", "'edge'", characteristic=2, edge=1)
+    assert error.message == (
+        "drawsteel.power does not take 'edge'; its arguments are: auto_tiers, banes, bonus, "
+        "characteristic, downgrade_to, edges, kind."
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"edges": None},
+        {"kind": None},
+        {"auto_tiers": None, "downgrade_to": None},
+        {"edges": 0, "banes": 0, "bonus": 0, "auto_tiers": [], "kind": "ability"},
+    ],
+)
+def test_optional_arguments_given_as_defaults_roll_as_if_absent(args: dict[str, Any]) -> None:
+    assert power([3, 9], characteristic=1, **args) == power([3, 9], characteristic=1)
