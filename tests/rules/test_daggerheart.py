@@ -454,3 +454,25 @@ def test_attack_hits_follow_the_kept_d20(
     assert result["critical"] is critical
     assert [t["hit"] for t in result["targets"]] == [critical or natural + modifier >= e for e in evasions]
     assert all(t["critical"] is critical for t in result["targets"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"difficulty": None, "reaction": None},
+        {"advantage": 0, "disadvantage": 0},
+        {"experience": 0, "spend_hope": False, "reaction": False},
+    ],
+)
+def test_duality_optional_arguments_given_as_defaults_roll_as_if_absent(args: dict[str, Any]) -> None:
+    # When none of the optional arguments is given they are taken in one step; giving their defaults
+    # (or nulls) reads them one by one and must come to the same roll.
+    assert duality([7, 4], modifier=2, **args) == duality([7, 4], modifier=2)
+
+
+def test_duality_unknown_arguments_list_every_argument_known() -> None:
+    message = refused("unknown_argument", "daggerheart.duality", modifier=2, hope=1)
+    assert message == (
+        "daggerheart.duality does not take 'hope'; its arguments are: advantage, difficulty, "
+        "disadvantage, experience, modifier, reaction, spend_hope."
+    )

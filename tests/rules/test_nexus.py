@@ -515,3 +515,28 @@ def test_skill_totals_and_levels_always_agree(
     assert result["success"] is (result["difference"] >= 0)
     assert result["success_level"] == success_level(result["difference"])
     assert sum(1 for d in result["dice"] if d["kept"]) == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"tn": None, "difficulty": None},
+        {"boons": 0, "banes": 0, "bonus": 0},
+        {"difficulty": "medium", "skill_type": "general", "trained": True},
+        {"tn": 8},
+    ],
+)
+def test_optional_arguments_given_as_defaults_roll_as_if_absent(args: dict[str, Any]) -> None:
+    # When none of the optional arguments is given they are taken in one step; giving their defaults
+    # (or nulls) reads them one by one and must come to the same roll.
+    assert skill([5, 3], attribute_die="d8", skill_rank=2, **args) == skill(
+        [5, 3], attribute_die="d8", skill_rank=2
+    )
+
+
+def test_unknown_arguments_list_every_argument_known() -> None:
+    message = refused("unknown_argument", "nexus.test", attribute_die="d8", boon=1)
+    assert message == (
+        "nexus.test does not take 'boon'; its arguments are: attribute_die, banes, bonus, boons, "
+        "difficulty, skill_rank, skill_type, tn, trained."
+    )
