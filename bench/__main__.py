@@ -45,6 +45,7 @@ class Sizes:
     latency_rate: float
     latency_seconds: float
     memory_connections: int
+    memory_history: int  # events in each room before the connections open (the relay's welcome carries them)
     traced_connections: int
     append_seconds: float
     append_shapes: tuple[tuple[int, int], ...]
@@ -63,15 +64,16 @@ FULL = Sizes(
     repeats=2,
     latency_members=1000,
     latency_rate=20.0,
-    latency_seconds=8.0,
+    latency_seconds=6.0,
     memory_connections=10_000,
-    traced_connections=500,
-    append_seconds=3.0,
+    memory_history=25,
+    traced_connections=300,
+    append_seconds=2.0,
     append_shapes=((1, 1), (1, 10), (1, 100), (100, 1)),
-    storage_seconds=1.5,
-    growth_members=(10, 100, 300, 1000, 5000),
+    storage_seconds=1.0,
+    growth_members=(10, 100, 1000, 5000),
     growth_rooms=((1, 1000), (10, 100), (100, 10)),
-    growth_kinds=("relay", "bare"),
+    growth_kinds=("relay",),
     chain_divisor=4,
     profile_members=1000,
 )
@@ -85,6 +87,7 @@ QUICK = Sizes(
     latency_rate=20.0,
     latency_seconds=2.0,
     memory_connections=500,
+    memory_history=25,
     traced_connections=0,
     append_seconds=0.7,
     append_shapes=((1, 1), (1, 10), (100, 1)),
@@ -142,22 +145,27 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 events = fanout.events_for(members, budget)
                 chain = max(5, events // sizes.chain_divisor)
                 wanted = profile and kind == "relay" and members == sizes.profile_members
-                r = await fanout.measure(
-                    kind,
-                    run_dir,
-                    calibration,
-                    rooms=1,
-                    per_room=members,
-                    events=events,
-                    chain_events=chain,
-                    repeats=1 if kind == "socketio" else sizes.repeats,
-                    profile=run_dir / "profile-fanout" if wanted else None,
-                )
+                try:
+                    r = await fanout.measure(
+                        kind,
+                        run_dir,
+                        calibration,
+                        rooms=1,
+                        per_room=members,
+                        events=events,
+                        chain_events=chain,
+                        repeats=1 if kind == "socketio" else sizes.repeats,
+                        profile=run_dir / "profile-fanout" if wanted else None,
+                    )
+                except Exception as exc:
+                    # One server failing at one size must not cost the rest of the section.
+                    _failed(f"fan-out {kind} N={members}", exc)
+                    continue
                 for mode, summary in (r.pop("profile", None) or {}).items():
                     results["profiles"][f"fanout_{mode}"] = {"scenario": _scenario(r), **summary}
                 _say(
                     f"{servers.LABELS[kind]:>16} N={members:<5} burst {r['rate']:>10,.0f}/s"
-                    f"  one at a time {r.get('chain_rate', 0):>9,.0f}/s"
+                    f"  one at a time {r.get('chain_rate', 0):>9,.0f}/s  ({r['wall_seconds']} s)"
                 )
                 out.append(r)
         return out
@@ -180,7 +188,17 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     async def do_memory() -> dict[str, Any]:
         out: dict[str, Any] = {"runs": []}
         for kind in servers.KINDS:
-            r = await memory.measure(kind, run_dir, calibration, connections=sizes.memory_connections)
+            try:
+                r = await memory.measure(
+                    kind,
+                    run_dir,
+                    calibration,
+                    connections=sizes.memory_connections,
+                    history=sizes.memory_history,
+                )
+            except Exception as exc:
+                _failed(f"memory {kind}", exc)
+                continue
             _say(f"{servers.LABELS[kind]:>16} {r['kib_per_connection']:.1f} KiB per connection")
             out["runs"].append(r)
         if profile and sizes.traced_connections:
@@ -189,6 +207,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 run_dir,
                 calibration,
                 connections=sizes.traced_connections,
+                history=sizes.memory_history,
                 traced=run_dir / "trace-memory.json",
             )
             out["traced"] = traced
@@ -223,23 +242,28 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     async def do_growth() -> dict[str, Any]:
         known = results["sections"].get("fanout") or []
         kinds = sizes.growth_kinds
+        reuse = tuple(k for k in ("relay", "bare") if k not in kinds)
         members = await growth.measure(
             kinds,
+            reuse,
             run_dir,
             calibration,
             shapes=[(1, n) for n in sizes.growth_members],
             deliveries=sizes.fanout_deliveries,
             known=known,
             repeats=sizes.repeats,
+            problems=_problems,
         )
         rooms = await growth.measure(
             kinds,
+            reuse,
             run_dir,
             calibration,
             shapes=list(sizes.growth_rooms),
             deliveries=sizes.fanout_deliveries,
             known=known + members,
             repeats=sizes.repeats,
+            problems=_problems,
         )
         return {"members": members, "rooms": rooms}
 
@@ -255,11 +279,20 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     await section("growth", do_growth)
     await section("dice", do_dice)
     results["duration"] = round(time.monotonic() - started, 1)
+    results["problems"] = list(_problems)
     return results
 
 
 def _scenario(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k not in ("runs", "chain_runs", "profile")}
+
+
+def _failed(what: str, exc: BaseException) -> None:
+    traceback.print_exception(exc)
+    _problems.append(f"{what}: {type(exc).__name__}: {str(exc)[:300]}")
+
+
+_problems: list[str] = []
 
 
 def _say(text: str) -> None:
@@ -318,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         written = report.write(results)
         for path in written:
             print(f"wrote {path.relative_to(ROOT)}")
-    return 1 if results["errors"] else 0
+    return 1 if results["errors"] or results.get("problems") else 0
 
 
 if __name__ == "__main__":

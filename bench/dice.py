@@ -71,10 +71,15 @@ def _rate(fn: Callable[[], object]) -> float:
             return n / (now - start)
 
 
-def compare(ours: Callable[[], object], theirs: Callable[[], object]) -> tuple[float, float]:
-    """Best rates of ``ours`` and ``theirs`` over alternating batches (see the module docstring)."""
+def compare(
+    ours: Callable[[], object], theirs: Callable[[], object], rounds: int | None = None
+) -> tuple[float, float]:
+    """Best rates of ``ours`` and ``theirs`` over ``rounds`` (default ``ROUNDS``) alternating batches.
+
+    See the module docstring for why the best batch and not the median.
+    """
     a, b = [], []
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS if rounds is None else rounds):
         a.append(_rate(ours))
         b.append(_rate(theirs))
     return max(a), max(b)
@@ -131,40 +136,70 @@ def d20_version() -> str:
         return "?"
 
 
-def main() -> int:
+def results(quick: bool = False) -> dict[str, Any]:
+    """Every measurement of ``main`` as data (what the benchmark report reads).
+
+    ``quick`` runs 5 rounds instead of ``ROUNDS``: a rough figure in a fraction of the time.
+    """
+    rounds = 5 if quick else ROUNDS
     rng = SecureDice()
-    print(f"dice benchmark on {machine()}")
-    print(f"{'formula':<44} {'ours/s':>10} {'d20/s':>10} {'ratio':>7}")
-    ratios = []
-    for ours_formula_text, their_formula in FORMULAS:
-        mine, theirs = compare(ours_formula(ours_formula_text, rng), d20_formula(their_formula))
-        ratios.append(mine / theirs)
-        label = (
-            ours_formula_text
-            if ours_formula_text == their_formula
-            else f"{ours_formula_text} (d20: {their_formula})"
-        )
-        print(f"{label:<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
-    formula_median = statistics.median(ratios)
-    print(f"median ratio over formulas: {formula_median:.2f}x")
+
+    def pair(ours: Callable[[], object], theirs: Callable[[], object]) -> tuple[float, float]:
+        return compare(ours, theirs, rounds)
+
+    formulas = []
+    for ours, theirs in FORMULAS:
+        mine, other = pair(ours_formula(ours, rng), d20_formula(theirs))
+        formulas.append({"ours": ours, "d20": theirs, "ours_rate": mine, "d20_rate": other})
     known = rules.systems()
-    intent_ratios = []
-    for intent, their_formula in INTENTS:
+    intents = []
+    for intent, theirs in INTENTS:
+        if intent["system"] not in known:
+            continue
+        mine, other = pair(ours_intent(intent, rng), d20_formula(theirs))
+        intents.append({"intent": intent, "d20": theirs, "ours_rate": mine, "d20_rate": other})
+    # The dice system end to end: resolve() builds the full result (dice list included).
+    mine, other = pair(ours_intent({"system": "dice", "formula": "4d6kh3"}, rng), d20_formula("4d6kh3"))
+    formula_ratios = [f["ours_rate"] / f["d20_rate"] for f in formulas]
+    intent_ratios = [i["ours_rate"] / i["d20_rate"] for i in intents]
+    return {
+        "machine": machine(),
+        "rounds": rounds,
+        "batch_seconds": BATCH_SECONDS,
+        "method": "best of alternating batches; d20's total and result string read on every roll",
+        "formulas": formulas,
+        "formula_median": statistics.median(formula_ratios),
+        "intents": intents,
+        "intent_median": statistics.median(intent_ratios) if intent_ratios else None,
+        "suite_median": statistics.median(formula_ratios + intent_ratios),
+        "resolve_full": {"formula": "4d6kh3", "ours_rate": mine, "d20_rate": other},
+    }
+
+
+def main() -> int:
+    print(f"dice benchmark on {machine()}")
+    data = results()
+    print(f"{'formula':<44} {'ours/s':>10} {'d20/s':>10} {'ratio':>7}")
+    for f in data["formulas"]:
+        label = f["ours"] if f["ours"] == f["d20"] else f"{f['ours']} (d20: {f['d20']})"
+        _row(label, f["ours_rate"], f["d20_rate"])
+    print(f"median ratio over formulas: {data['formula_median']:.2f}x")
+    known = rules.systems()
+    for intent, _ in INTENTS:
         if intent["system"] not in known:
             print(f"{intent['system']:<44} (not available)")
-            continue
-        mine, theirs = compare(ours_intent(intent, rng), d20_formula(their_formula))
-        intent_ratios.append(mine / theirs)
-        label = f"{intent['system']} (d20: {their_formula})"
-        print(f"{label:<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
-    # The dice system end to end: resolve() builds the full result (dice list included).
-    mine, theirs = compare(ours_intent({"system": "dice", "formula": "4d6kh3"}, rng), d20_formula("4d6kh3"))
-    print(f"{'resolve dice 4d6kh3 (full result)':<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
-    if intent_ratios:
-        print(f"median ratio over system intents: {statistics.median(intent_ratios):.2f}x")
-    suite = statistics.median(ratios + intent_ratios)
-    print(f"median ratio over the suite (formulas and intents): {suite:.2f}x")
+    for i in data["intents"]:
+        _row(f"{i['intent']['system']} (d20: {i['d20']})", i["ours_rate"], i["d20_rate"])
+    full = data["resolve_full"]
+    _row(f"resolve dice {full['formula']} (full result)", full["ours_rate"], full["d20_rate"])
+    if data["intent_median"] is not None:
+        print(f"median ratio over system intents: {data['intent_median']:.2f}x")
+    print(f"median ratio over the suite (formulas and intents): {data['suite_median']:.2f}x")
     return 0
+
+
+def _row(label: str, mine: float, theirs: float) -> None:
+    print(f"{label:<44} {mine:>10,.0f} {theirs:>10,.0f} {mine / theirs:>6.2f}x")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def receiver_processes(members: int) -> int:
     return 1 if members <= 300 else 2 if members <= 6000 else 4
 
 
-def events_for(members: int, deliveries: int, floor: int = 20) -> int:
+def events_for(members: int, deliveries: int, floor: int = 10) -> int:
     """Events per room so one burst makes about ``deliveries`` deliveries."""
     return max(floor, min(QUEUE_SAFE, deliveries // max(1, members)))
 
@@ -151,13 +151,16 @@ async def measure(
     flight per room. The best of ``repeats`` is kept for each: on a shared machine, interference only
     ever slows a run down. ``profile`` adds py-spy samples of further bursts and chains (not counted).
     """
+    started = time.monotonic()
     server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}")
     profiles: dict[str, Any] = {}
     chains: list[dict[str, Any]] = []
     try:
+        opening = time.monotonic()
         driver, receivers = await open_room_clients(
             server, run_dir, f"{tag}-{kind}-{rooms}x{per_room}", rooms, per_room
         )
+        connect_seconds = time.monotonic() - opening
         try:
             # Warm-up: imports and caches in the server, the JIT in the Node receivers.
             await burst(server.pid, driver, receivers, max(5, events // 10))
@@ -187,6 +190,8 @@ async def measure(
         "events": events,
         **_figures(best, ""),
         "runs": runs,
+        "connect_seconds": round(connect_seconds, 1),
+        "wall_seconds": round(time.monotonic() - started, 1),
     }
     if chains:
         out.update(_figures(_best(chains, f"fan-out chain {kind} {rooms}x{per_room}"), "chain_"))

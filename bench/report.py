@@ -101,21 +101,23 @@ def plot_fanout(rows: list[dict[str, Any]], path: Path) -> None:
     plt = _plt()
     sizes = sorted({r["members"] for r in rows})
     kinds = [k for k in LABELS if any(r["kind"] == k for r in rows)]
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
     width = 0.8 / len(kinds)
-    for i, kind in enumerate(kinds):
-        xs, ys = [], []
-        for j, n in enumerate(sizes):
-            r = _find(rows, kind=kind, members=n)
-            if r:
-                xs.append(j + (i - (len(kinds) - 1) / 2) * width)
-                ys.append(r["rate"])
-        ax.bar(xs, ys, width, label=LABELS[kind], color=COLORS[kind])
-    ax.set_xticks(range(len(sizes)), [f"N = {n:,}" for n in sizes])
-    ax.set_yscale("log")
-    ax.set_ylabel("deliveries per second (log)")
-    ax.set_title("Fan-out of roll events to one room of N members")
-    ax.legend(frameon=False)
+    for ax, prefix, title in ((axes[0], "", "Bursts"), (axes[1], "chain_", "One roll at a time")):
+        for i, kind in enumerate(kinds):
+            xs, ys = [], []
+            for j, n in enumerate(sizes):
+                r = _find(rows, kind=kind, members=n)
+                if r and r.get(f"{prefix}rate"):
+                    xs.append(j + (i - (len(kinds) - 1) / 2) * width)
+                    ys.append(r[f"{prefix}rate"])
+            ax.bar(xs, ys, width, label=LABELS[kind], color=COLORS[kind])
+        ax.set_xticks(range(len(sizes)), [f"N = {n:,}" for n in sizes])
+        ax.set_yscale("log")
+        ax.set_title(title)
+    axes[0].set_ylabel("deliveries per second (log)")
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle("Fan-out of roll events to one room of N members")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -889,7 +891,9 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
         written.append(IMAGES / "bench-growth.png")
     if "dice" in sections:
         parts.append(dice_section(sections["dice"]))
-    errors = results.get("errors") or {}
+    errors = dict(results.get("errors") or {})
+    for i, problem in enumerate(results.get("problems") or [], 1):
+        errors[f"measurement {i}"] = problem
     failed = ""
     if errors:
         failed = (
