@@ -147,12 +147,12 @@ def results(quick: bool = False) -> dict[str, Any]:
     def pair(ours: Callable[[], object], theirs: Callable[[], object]) -> tuple[float, float]:
         return compare(ours, theirs, rounds)
 
-    formulas = []
+    formulas: list[dict[str, Any]] = []
     for ours, theirs in FORMULAS:
         mine, other = pair(ours_formula(ours, rng), d20_formula(theirs))
         formulas.append({"ours": ours, "d20": theirs, "ours_rate": mine, "d20_rate": other})
     known = rules.systems()
-    intents = []
+    intents: list[dict[str, Any]] = []
     for intent, theirs in INTENTS:
         if intent["system"] not in known:
             continue
