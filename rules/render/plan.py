@@ -119,9 +119,9 @@ def is_unary(terms: Sequence[Term], index: int) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # Game-system results.
 
-#: Systems whose total is made by only their first N dice; the rest (an ability's damage dice, which
-#: follow the power roll's 2d10) are rolled for something else and stay out of the rendered roll.
-_TOTAL_DICE: dict[str, int] = {"drawsteel.ability": 2}
+#: Dice rolled for something other than the roll's total (a Draw Steel ability's or a Daggerheart
+#: attack's damage dice) carry this role and stay out of the rendered roll, in every system.
+_DAMAGE_ROLE = "damage"
 
 #: Roles whose die is subtracted from the total.
 _SUBTRACTED_ROLES: dict[str, frozenset[str]] = {"daggerheart.duality": frozenset({"disadvantage"})}
@@ -245,9 +245,7 @@ def _append_number(terms: list[Term], value: Number, flavor: str | None) -> None
 def _system_plan(result: Result) -> Plan:
     system = str(result.get("system", ""))
     subtracted = _SUBTRACTED_ROLES.get(system, frozenset())
-    dice: list[Mapping[str, Any]] = list(result.get("dice") or [])
-    if system in _TOTAL_DICE:
-        dice = dice[: _TOTAL_DICE[system]]
+    dice: list[Mapping[str, Any]] = [d for d in result.get("dice") or [] if d.get("role") != _DAMAGE_ROLE]
 
     groups: list[tuple[list[Mapping[str, Any]], int]] = []
     for die in dice:

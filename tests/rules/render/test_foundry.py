@@ -390,18 +390,40 @@ def test_formula_results_show_every_rolled_face() -> None:
 
 
 def test_draw_steel_ability_shows_only_the_power_roll_dice() -> None:
-    # Damage dice (none yet in the tier entries) would follow the 2d10 in `dice`; they are not part of
-    # the power roll's total and are left out of its rendering.
+    # A tier entry's damage dice follow the 2d10 in `dice`; they are not part of the power roll's total
+    # and are left out of its rendering.
     result = scripted(
         {
             "system": "drawsteel.ability",
             "characteristics": {"M": 2, "A": 1, "R": 0, "I": 0, "P": 0},
             "roll_with": "M",
-            "tiers": ["2 + M damage", "5 + M damage", "7 + M damage"],
+            "tiers": ["2 + M damage", "1d6 + M damage", "7 + M damage"],
         },
-        [6, 5],
+        [6, 5, 4],
     )
-    result["dice"] = [*result["dice"], {"faces": 6, "value": 4, "kept": True, "role": "damage"}]
+    assert [d.get("role") for d in result["dice"]][-1] == "damage"
     roll = to_foundry(result)
     assert roll["formula"] == "2d10 + 2"
     assert roll["total"] == result["total"] == 13
+
+
+def test_daggerheart_attack_leaves_its_damage_dice_out_of_the_attack_roll() -> None:
+    # The damage formula is rolled on a hit, after the d20; the attack roll's rendering is the d20 and
+    # the modifier only, whatever the number of d20s (advantage adds one).
+    for extra, faces in (({}, [15, 7, 2]), ({"advantage": True}, [15, 3, 7, 2])):
+        result = scripted(
+            {
+                "system": "daggerheart.attack",
+                "modifier": 3,
+                "targets": [{"name": "Ana", "evasion": 12}],
+                "damage": "2d8+3",
+                **extra,
+            },
+            faces,
+        )
+        assert result["damage"] == 12
+        roll = to_foundry(result)
+        assert roll["formula"].startswith(("1d20 + 3", "2d20kh + 3", "2d20kh1 + 3")), roll["formula"]
+        assert "d8" not in roll["formula"]
+        assert roll["total"] == result["total"] == 18
+        assert sorted(fm.dice_faces(roll)) == sorted(faces[: len(faces) - 2])
