@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,15 +10,7 @@ from hypothesis import strategies as st
 
 from rules import RulesError, resolve, systems
 from rules.rng import Scripted
-
-
-def roll(system: str, script: list[int], **args: Any) -> dict[str, Any]:
-    dice = Scripted(script)
-    result = resolve({"system": system, **args}, rng=dice)
-    assert dice.remaining == 0, "the roll used fewer dice than scripted"
-    # Results travel as JSON/MessagePack: plain data only.
-    assert json.loads(json.dumps(result)) == result
-    return result
+from tests.rules.scripted import refused, roll
 
 
 def duality(script: list[int], **args: Any) -> dict[str, Any]:
@@ -28,13 +19,6 @@ def duality(script: list[int], **args: Any) -> dict[str, Any]:
 
 def attack(script: list[int], **args: Any) -> dict[str, Any]:
     return roll("daggerheart.attack", script, **args)
-
-
-def refused(code: str, system: str, **args: Any) -> str:
-    with pytest.raises(RulesError) as caught:
-        resolve({"system": system, **args}, rng=Scripted([1] * 10))
-    assert caught.value.code == code, caught.value.message
-    return caught.value.message
 
 
 def test_both_systems_are_registered_with_a_description() -> None:

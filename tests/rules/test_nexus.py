@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -13,14 +12,7 @@ from rules import RulesError, resolve, systems
 from rules.rng import Scripted
 from rules.systems.nexus.checks import FRIGHTENED, supply_step
 from rules.systems.nexus.skill_test import boon_modifier, success_level
-
-
-def roll(system: str, script: list[int], **args: Any) -> dict[str, Any]:
-    dice = Scripted(script)
-    result = resolve({"system": system, **args}, rng=dice)
-    assert dice.remaining == 0, "the roll used fewer dice than scripted"
-    assert json.loads(json.dumps(result)) == result
-    return result
+from tests.rules.scripted import refused, roll
 
 
 def skill(script: list[int], **args: Any) -> dict[str, Any]:
@@ -29,13 +21,6 @@ def skill(script: list[int], **args: Any) -> dict[str, Any]:
 
 def check(script: list[int], **args: Any) -> dict[str, Any]:
     return roll("nexus.check", script, **args)
-
-
-def refused(code: str, system: str, **args: Any) -> str:
-    with pytest.raises(RulesError) as caught:
-        resolve({"system": system, **args}, rng=Scripted([1] * 10))
-    assert caught.value.code == code, caught.value.message
-    return caught.value.message
 
 
 def test_both_systems_are_registered_with_a_description() -> None:
