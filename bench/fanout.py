@@ -163,7 +163,7 @@ async def measure(
         connect_seconds = time.monotonic() - opening
         try:
             # Warm-up: imports and caches in the server, the JIT in the Node receivers.
-            await burst(server.pid, driver, receivers, max(5, events // 10))
+            await burst(server.pid, driver, receivers, max(3, events // 10))
             runs = await _repeat(server.pid, driver, receivers, events, repeats, "burst")
             if chain_events:
                 chains = await _repeat(server.pid, driver, receivers, chain_events, repeats, "chain")
