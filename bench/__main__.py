@@ -64,7 +64,7 @@ FULL = Sizes(
     repeats=2,
     latency_members=1000,
     latency_rate=20.0,
-    latency_seconds=6.0,
+    latency_seconds=5.0,
     memory_connections=10_000,
     memory_history=25,
     traced_connections=300,
@@ -73,7 +73,7 @@ FULL = Sizes(
     storage_seconds=1.0,
     growth_members=(10, 100, 1000, 5000),
     growth_rooms=((1, 1000), (10, 100), (100, 10)),
-    growth_kinds=("relay",),
+    growth_kinds=("relay", "bare"),
     chain_divisor=4,
     profile_members=1000,
 )

@@ -125,9 +125,10 @@ def plot_fanout(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_yscale("log")
         ax.set_title(title)
     axes[0].set_ylabel("deliveries per second (log)")
-    axes[0].legend(frameon=False, fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(kinds), frameon=False)
     fig.suptitle("Fan-out of roll events to one room of N members")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path)
     plt.close(fig)
 
@@ -558,7 +559,7 @@ Resident memory (VmRSS of the server process) per idle connection. Each server f
 welcome carries up to its last 100 events), then one connection in each room (rooms loaded, code paths
 warm); then {rows[0]["connections"]:,} more connections,
 spread over the ten rooms and over several receiver processes, open and stay idle (relay: each has said
-hello and received its welcome). The figure is (RSS after − RSS before) ÷ connections, read two seconds
+hello and received its welcome). The figure is (RSS after − RSS before) ÷ connections, read 1.5 seconds
 after the last connection opened.
 
 {table(MEMORY_HEADER, body)}
@@ -859,7 +860,7 @@ def goals_section(goals: dict[str, Any], results: dict[str, Any]) -> str:
             "fan-out at N = 1,000 (bursts) vs python-socketio",
             f"≥ {GOAL_FANOUT_SOCKETIO:g}×",
             "fanout_socketio",
-            "{:.1f}×",
+            "{:.2f}×",
             lambda v: v >= GOAL_FANOUT_SOCKETIO,
         ),
         row(
@@ -873,7 +874,7 @@ def goals_section(goals: dict[str, Any], results: dict[str, Any]) -> str:
             "the same, one roll at a time: vs python-socketio",
             f"≥ {GOAL_FANOUT_SOCKETIO:g}×",
             "chain_fanout_socketio",
-            "{:.1f}×",
+            "{:.2f}×",
             lambda v: v >= GOAL_FANOUT_SOCKETIO,
         ),
         row(
@@ -927,7 +928,7 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
         sio = _find(fan, kind="socketio", members=1000)
         if value is not None and value < GOAL_FANOUT_SOCKETIO and relay and sio:
             out.append(
-                f"- Fan-out vs python-socketio ({what}): {value:.1f}×. Per delivery the relay used "
+                f"- Fan-out vs python-socketio ({what}): {value:.2f}×. Per delivery the relay used "
                 f"{relay[f'{prefix}server_cpu_us']:.1f} µs of CPU and python-socketio "
                 f"{sio[f'{prefix}server_cpu_us']:.1f} µs. With one roll in flight the relay makes one "
                 "`send()` per socket per event, and a loopback `send()` costs about 10 µs on this virtual "
