@@ -1,7 +1,7 @@
 """Run the benchmark suite and write docs/benchmarks.md with its plots.
 
     python -m bench                 # the whole suite (about 4–5 minutes on 2 cores)
-    python -m bench --quick         # smaller sizes, about a minute (for a smoke test)
+    python -m bench --quick         # smaller sizes, about a minute; writes bench/results/quick.json only
     python -m bench --only fanout,latency
     python -m bench --no-profile    # skip the py-spy and tracemalloc diagnostic runs
     python -m bench.report          # rewrite the docs from the last results without measuring
@@ -309,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the run folder (server logs, raw profiles)")
     parser.add_argument("--results", type=Path, help="where to write the results JSON")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="rewrite docs/benchmarks.md even in --quick mode (off by default)",
+    )
     args = parser.parse_args(argv)
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     unknown = only - set(SECTIONS)
@@ -323,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     run_dir = Path(tempfile.mkdtemp(prefix="tablerelay-bench-"))
     try:
-        results = asyncio.run(run(sizes, only, not args.no_profile, run_dir))
+        # Profiles are diagnostics for the published page; a quick run skips them.
+        profile = not args.no_profile and not args.quick
+        results = asyncio.run(run(sizes, only, profile, run_dir))
     finally:
         if args.keep:
             print(f"run folder kept: {run_dir}")
@@ -350,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         results = previous
     out.write_text(json.dumps(results, indent=1))
     print(f"results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} ({results['duration']} s)")
-    if not args.no_report:
+    # A quick run's sizes are too small for the published page: it only writes its results file.
+    if not args.no_report and (args.report or not args.quick):
         written = report.write(results)
         for path in written:
             print(f"wrote {path.relative_to(ROOT)}")

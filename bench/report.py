@@ -824,15 +824,19 @@ def machine_section(results: dict[str, Any]) -> str:
         )
         for name, v in results.get("load", {}).items()
     ]
+    peak = max([m["load_at_start"][0]] + [v["before"][0] for v in results.get("load", {}).values()])
+    shared = (
+        f" (in this run the one-minute load reached {peak:g} on {m['cores']} cores)" if peak > 3.5 else ""
+    )
     return f"""## Machine
 
 {table(["", ""], rows, "ll")}
 
-The machine was shared with other work while the suite ran (other builds and test suites): the load average
-around each section is below. With more runnable processes than cores every process gets a slice, so the
-absolute figures here are lower and noisier than on an idle machine; the ratios compare servers measured
-minutes apart under similar load, and the CPU-per-delivery figures (CPU time, not wall time) are the least
-affected.
+The load average around each section is below. It counts the suite's own processes too: a server and
+its receivers keep about two runnable processes busy, so a one-minute load well above 2–3 means other
+work shared the machine{shared}. With more runnable processes than cores every process gets a slice, so
+absolute figures drop and get noisier; the ratios compare servers measured minutes apart under similar
+load, and the CPU-per-delivery figures (CPU time, not wall time) are the least affected.
 
 {table(["section", "load before", "load after", "took"], load_rows)}
 """
