@@ -106,6 +106,7 @@ def summarise(path: Path, top: int = 12) -> dict[str, Any]:
     threads: Counter[str] = Counter()
     layers: Counter[str] = Counter()
     functions: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
     total = 0
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -131,6 +132,9 @@ def summarise(path: Path, top: int = 12) -> dict[str, Any]:
                 break
         layers[layer] += n
         functions[_short(leaf)] += n
+        # Inclusive time of the project's own functions (each counted once per sample, however deep).
+        for name in {_short(f) for f in frames[1:] if _own(f)}:
+            inclusive[name] += n
     if total == 0:
         return {"samples": 0}
 
@@ -142,7 +146,15 @@ def summarise(path: Path, top: int = 12) -> dict[str, Any]:
         "threads": shares(threads),
         "layers": shares(layers),
         "functions": shares(functions, top),
+        "inclusive": shares(inclusive, top),
     }
+
+
+def _own(frame: str) -> bool:
+    """A frame of the relay's or the rules core's code, start-up wrappers (every sample has them) aside."""
+    if "(relay/cli.py" in frame or "(relay/commands.py" in frame:
+        return False
+    return "(relay/" in frame or "(rules/" in frame or "/relay/" in frame or "/rules/" in frame
 
 
 def _short(frame: str) -> str:

@@ -265,6 +265,20 @@ def _profile_block(profile: dict[str, Any] | None, what: str) -> str:
             [(f"`{name}`", f"{share:.1f} %") for name, share in profile["functions"]],
         ),
         "",
+        *(
+            [
+                "The relay's and the rules core's own functions, inclusive (time in the function and "
+                "everything it called):",
+                "",
+                table(
+                    ["function (inclusive)", "samples"],
+                    [(f"`{name}`", f"{share:.1f} %") for name, share in profile["inclusive"]],
+                ),
+                "",
+            ]
+            if profile.get("inclusive")
+            else []
+        ),
         "By thread: " + ", ".join(f"{name} {share:.0f} %" for name, share in profile["threads"]) + ".",
         "",
     ]
@@ -1067,12 +1081,20 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
             + "\n"
         )
     minutes = results.get("duration", 0) / 60
+    updates = results.get("updated") or []
+    updated = (
+        " Since then, some sections were measured again: "
+        + "; ".join(f"{', '.join(u['sections'])} ({u['started']} UTC)" for u in updates)
+        + "."
+        if updates
+        else ""
+    )
     head = f"""# Benchmarks
 
 tablerelay against its peers: a bare `websockets` server (the floor of the stack it is built on) and
 python-socketio (the Socket.IO stack), measured in the same run, on the same machine, with the same client
 harness. Everything on this page was written by the suite from one run ({results.get("mode", "full")} mode,
-started {results["started"]} UTC, {minutes:.1f} minutes).
+started {results["started"]} UTC, {minutes:.1f} minutes).{updated}
 
 ```sh
 ./scripts/bench            # installs what it needs, runs everything, rewrites this page and its plots
