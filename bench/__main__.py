@@ -68,7 +68,7 @@ FULL = Sizes(
     memory_connections=10_000,
     memory_history=25,
     traced_connections=300,
-    append_seconds=2.0,
+    append_seconds=1.5,
     append_shapes=((1, 1), (1, 10), (1, 100), (100, 1)),
     storage_seconds=1.0,
     growth_members=(10, 100, 1000, 5000),
@@ -219,7 +219,12 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         out: dict[str, Any] = {"server": [], "storage": []}
         for rooms, per_room in sizes.append_shapes:
             r = await appends.measure(
-                run_dir, calibration, rooms=rooms, rollers_per_room=per_room, seconds=sizes.append_seconds
+                run_dir,
+                calibration,
+                rooms=rooms,
+                rollers_per_room=per_room,
+                seconds=sizes.append_seconds,
+                repeats=sizes.repeats,
             )
             _say(f"{rooms:>3} room(s) × {per_room:<3} rollers {r['rate']:>8,.0f} acked rolls/s")
             out["server"].append(r)
@@ -236,6 +241,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 rooms=rooms,
                 rollers_per_room=per_room,
                 seconds=sizes.append_seconds,
+                repeats=1,
                 profile=prof,
             )
             results["profiles"]["appends"] = {"scenario": _scenario(r), **r.pop("profile", {})}

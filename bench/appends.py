@@ -34,6 +34,7 @@ async def measure(
     rollers_per_room: int,
     seconds: float,
     warmup: float = 0.5,
+    repeats: int = 2,
     profile: Path | None = None,
 ) -> dict[str, Any]:
     """Acknowledged rolls per second; ``profile`` samples the server (py-spy) in the measured window."""
@@ -61,8 +62,10 @@ async def measure(
             )
         await gather_expect(groups, "ready", 120)
         sampler_result: dict[str, Any] | None = None
-        for length in (warmup, seconds):
-            sampler = Sampler(server.pid, profile) if profile is not None and length == seconds else None
+        windows = []
+        for i, length in enumerate((warmup, *[seconds] * repeats)):
+            last = i == repeats
+            sampler = Sampler(server.pid, profile) if profile is not None and last else None
             async with sampler or contextlib.nullcontext():
                 cpu0 = server.process.cpu_seconds()
                 client0 = sum(cpu_seconds(g.proc.pid) for g in groups)
@@ -73,10 +76,13 @@ async def measure(
                 client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
             if sampler is not None:
                 sampler_result = sampler.result
+            if i > 0:
+                windows.append((sum(d["acks"] for d in done), cpu, client_cpu, done))
     finally:
         await close_all(groups)
         await server.stop()
-    acks = sum(d["acks"] for d in done)
+    # The best window: on a shared machine, interference only ever slows one down.
+    acks, cpu, client_cpu, done = max(windows, key=lambda w: w[0])
     errors: dict[str, int] = {}
     for d in done:
         for code, n in (d.get("errors") or {}).items():
@@ -87,6 +93,7 @@ async def measure(
         "rollers": rooms * rollers_per_room,
         "seconds": seconds,
         "acks": acks,
+        "windows": [w[0] for w in windows],
         "rate": acks / seconds,
         "deliveries_per_second": acks * rollers_per_room / seconds,
         # Cores busy on average: the server, and the roller processes.

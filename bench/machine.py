@@ -62,12 +62,31 @@ def _node() -> str:
         return "not installed"
 
 
+def revision() -> str:
+    """The commit measured, and whether the relay or the rules core had uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "relay", "rules"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head} (with uncommitted changes in relay/ or rules/)" if dirty else head
+
+
 def describe() -> dict[str, Any]:
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 0
     return {
+        "revision": revision(),
         "cpu": _cpu_model(),
         "cores": cores,
         "memory_gib": _mem_total_gib(),

@@ -646,7 +646,7 @@ def appends_section(data: dict[str, Any], profile: dict[str, Any] | None) -> tup
 
 Acknowledged rolls per second. Each roller is a player socket that sends a roll, waits for its ack (sent
 only once the roll is committed to SQLite in WAL mode with `synchronous=NORMAL`, the default) and sends the
-next, for {data["server"][0]["seconds"]:g} s after a short warm-up. In one room every roller is also a
+next. After a short warm-up: {_windows(data["server"][0])}. In one room every roller is also a
 member, so every acknowledged roll is delivered to all of them too (the "deliveries" column); across 100
 rooms each roll reaches only its roller. "Busy" is the cores each side kept busy on average (CPU
 seconds ÷ wall seconds); "server µs per roll" is the server's CPU time per acknowledged roll, deliveries
@@ -667,6 +667,13 @@ records, each writer appending one record and waiting for its commit before the 
 
 {_profile_block(profile, "the 100-roller run")}"""
     return text, goals
+
+
+def _windows(r: dict[str, Any]) -> str:
+    n = len(r.get("windows", [1]))
+    if n == 1:
+        return f"one window of {r['seconds']:g} s"
+    return f"{n} windows of {r['seconds']:g} s each, the best kept"
 
 
 def _appends_bounds(data: dict[str, Any], profile: dict[str, Any] | None) -> str:
@@ -813,6 +820,7 @@ def machine_section(results: dict[str, Any]) -> str:
     m = results["machine"]
     pk = m["packages"]
     rows = [
+        ("tablerelay revision", f"`{m.get('revision', 'unknown')}`"),
         ("CPU", f"{m['cpu']}, {m['cores']} cores"),
         ("memory", f"{m['memory_gib']} GiB"),
         ("kernel", m["kernel"]),
