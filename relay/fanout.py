@@ -12,12 +12,15 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+import structlog
+
 from relay import protocol
 from relay.formats import renderings
 from relay.room import Session
 from relay.state import RoomState
 from relay.visibility import FULL, audience, render
 
+logger = structlog.get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
 S = TypeVar("S", bound="Subscriber")
 
@@ -44,13 +47,30 @@ class Outbox:
 
     ``put`` never waits and never writes: it queues and schedules one flush for the end of the current
     loop iteration, so all the events committed together reach a socket in one write (one system call)
-    whatever their number. A socket whose buffer is full is written later by ``run``; while it stays
-    full, frames pile up, and past ``limit`` queued frames the socket is overflowed (the caller closes
-    it). A socket that keeps up is never overflowed: a full queue is written out at once instead.
+    whatever their number. A socket whose buffer is full is written later, by a task that exists only
+    while it waits for the buffer to drain; while it stays full, frames pile up, and past ``limit``
+    queued frames the socket is overflowed (the caller closes it). A socket that keeps up is never
+    overflowed: a full queue is written out at once instead.
 
-    Until ``run`` starts (the welcome is out) the queue only collects; events at or below the welcome's
-    seq are then skipped, since the welcome's history already holds them.
+    Until ``start`` (the welcome is out) the queue only collects; events at or below the welcome's seq
+    are then skipped, since the welcome's history already holds them.
+
+    An idle socket's outbox is a few small fields and an empty list: no task, no event, no buffer, since
+    ten thousand idle sockets would otherwise pay for them all.
     """
+
+    __slots__ = (
+        "_draining",
+        "_frames",
+        "_items",
+        "_limit",
+        "_schedule",
+        "_scheduled",
+        "_sink",
+        "closed",
+        "floor",
+        "overflowed",
+    )
 
     def __init__(self, limit: int, schedule: Callable[[Outbox], None] | None = None) -> None:
         """``schedule(outbox)`` arranges one ``outbox.flush()`` soon (by default: the next loop iteration)."""
@@ -58,9 +78,9 @@ class Outbox:
         self._items: list[Item] = []
         self._frames = 0
         self._limit = limit
-        self._wake = asyncio.Event()
         self._sink: Sink | None = None
         self._scheduled = False
+        self._draining: asyncio.Task[None] | None = None
         self.floor = 0
         self.overflowed = False
         self.closed = False
@@ -100,7 +120,8 @@ class Outbox:
         if self.closed or sink is None or not self._items:
             return
         if not sink.ready():
-            self._wake.set()  # ``run`` writes once the socket drains
+            if self._draining is None:  # write once the socket drains
+                self._draining = asyncio.get_running_loop().create_task(self._drain(sink))
             return
         floor = self.floor
         chunks: list[bytes] = []
@@ -114,23 +135,30 @@ class Outbox:
         if chunks:
             sink.write(chunks)
 
+    async def _drain(self, sink: Sink) -> None:
+        try:
+            while not self.closed and self._items:
+                if not await sink.writable():
+                    return
+                self.flush()
+        except Exception:
+            logger.exception("send_failed")
+        finally:
+            self._draining = None
+
     def close(self) -> None:
         self.closed = True
         self._items.clear()
         self._frames = 0
-        self._wake.set()
+        draining, self._draining = self._draining, None
+        if draining is not None and draining is not asyncio.current_task():
+            draining.cancel()
 
-    async def run(self, floor: int, sink: Sink) -> None:
-        """Write everything queued after the welcome, then keep writing until the socket closes."""
+    def start(self, floor: int, sink: Sink) -> None:
+        """The welcome (holding every event up to ``floor``) is out: write what came after, from now on."""
         self.floor = floor
         self._sink = sink
         self.flush()
-        while not self.closed:
-            await self._wake.wait()
-            self._wake.clear()
-            if self.closed or not await sink.writable():
-                return
-            self.flush()
 
 
 def _next_iteration(outbox: Outbox) -> None:

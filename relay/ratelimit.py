@@ -14,6 +14,8 @@ ABUSE_FACTOR = 10
 
 
 class TokenBucket:
+    __slots__ = ("abuse", "burst", "clock", "rate", "stamp", "tokens")
+
     def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = rate
         self.burst = float(burst)

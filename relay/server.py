@@ -52,8 +52,12 @@ def _reason(text: str) -> str:
 
 
 class Connection:
-    """One WebSocket: its outbox, its session once admitted, its rate limit."""
+    """One WebSocket: its outbox, its session once admitted, its rate limit.
 
+    Slotted and small: ten thousand idle sockets each hold one.
+    """
+
+    __slots__ = ("_session", "bucket", "cid", "closing", "frames", "handle", "outbox", "ws")
     _ids = itertools.count(1)
 
     def __init__(self, ws: ServerConnection, config: Config, schedule: Callable[[Outbox], None]) -> None:
@@ -308,9 +312,13 @@ class Relay:
         self._handlers.add(task)
         self._sockets.add(ws)
         conn = Connection(ws, self.config, self._schedule_flush)
+        # Bound for the rest of this task (websockets runs each connection in a task of its own, whose
+        # context dies with it), without a context manager object kept alive per idle socket.
+        structlog.contextvars.bind_contextvars(conn=conn.cid)
         try:
-            with structlog.contextvars.bound_contextvars(conn=conn.cid):
-                await self._serve_socket(conn)
+            handle = await self._open(conn)
+            if handle is not None:
+                await self._serve(handle, conn)
         except ConnectionClosed:
             pass
         except Exception:
@@ -318,6 +326,7 @@ class Relay:
             if not conn.closing:
                 await ws.close(1011, "Internal error.")
         finally:
+            self._detach(conn)
             self._handlers.discard(task)
             self._sockets.discard(ws)
 
@@ -327,44 +336,49 @@ class Relay:
         conn.closing = True
         await conn.ws.close(code, _reason(reason))
 
-    async def _serve_socket(self, conn: Connection) -> None:
+    async def _open(self, conn: Connection) -> RoomHandle | None:
+        """Hello, admission and welcome: the room the socket is now subscribed to, or None if refused.
+
+        Everything this step builds (the hello, the token's claims, the welcome and the history records
+        in it) is local to it and freed when it returns, so an idle socket keeps none of it.
+        """
         ws = conn.ws
         try:
             first = await asyncio.wait_for(ws.recv(), timeout=self.limits.hello_timeout)
         except TimeoutError:
             await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, "Send a hello first.")
-            return
+            return None
         try:
             hello = protocol.parse(first, self.limits)
         except protocol.FrameError as exc:
             await self._refuse(
                 conn, protocol.CLOSE_UNAUTHORIZED, f"The first frame must be a valid hello: {exc}"
             )
-            return
+            return None
         if not isinstance(hello, protocol.Hello):
             await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, "The first frame must be a hello.")
-            return
+            return None
         if self.stopping:
             await self._refuse(conn, protocol.CLOSE_GOING_AWAY, "The server is shutting down.")
-            return
+            return None
         wanted_room = self._room_in_query(ws)
         try:
             claims = auth.verify(self.secret, hello.token, room=wanted_room)
         except auth.TokenError as exc:
             await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, exc.reason)
-            return
+            return None
         handle = await self.room(claims.room) if len(claims.room) <= MAX_ROOM_ID else None
         if handle is None:
             await self._refuse(
                 conn, protocol.CLOSE_UNAUTHORIZED, "The token's room does not exist on this server."
             )
-            return
+            return None
         room = handle.room
         try:
             session, join = room.admit(claims, hello.name, hello.formats)
         except Refused as exc:
             await self._refuse(conn, exc.code, exc.reason)
-            return
+            return None
         conn.admit(session)
         conn.handle = handle
         # Subscribed from here on: every event committed later lands in the outbox.
@@ -372,23 +386,25 @@ class Relay:
         handle.sessions[session] = conn
         self.connections.add(conn)
         self.metrics.connections.set(len(self.connections))
-        sender: asyncio.Task[None] | None = None
-        with structlog.contextvars.bound_contextvars(room=room.id, participant=session.id):
-            try:
-                logger.info("joined", role=session.role, resume=hello.resume is not None)
-                if join is not None and not await self._wait(handle, join):
-                    await self._refuse(conn, 1011, "The server could not store your arrival; try again.")
-                    return
-                welcome = await self._welcome(handle, session, hello)
-                await ws.send(protocol.encode(welcome))
-                sender = asyncio.create_task(self._sender(conn, welcome["seq"]))
-                async for message in ws:
-                    self._on_message(handle, conn, message)
-            finally:
-                self._detach(conn)
-                if sender is not None:
-                    sender.cancel()
-                logger.info("left", code=ws.close_code)
+        structlog.contextvars.bind_contextvars(room=room.id, participant=session.id)
+        logger.info("joined", role=session.role, resume=hello.resume is not None)
+        if join is not None and not await self._wait(handle, join):
+            await self._refuse(conn, 1011, "The server could not store your arrival; try again.")
+            return None
+        welcome = await self._welcome(handle, session, hello)
+        await ws.send(protocol.encode(welcome))
+        conn.outbox.start(welcome["seq"], SocketSink(ws))
+        return handle
+
+    async def _serve(self, handle: RoomHandle, conn: Connection) -> None:
+        """Feed the socket's frames to its room until it closes."""
+        ws = conn.ws
+        try:
+            async for message in ws:
+                self._on_message(handle, conn, message)
+        finally:
+            self._detach(conn)
+            logger.info("left", code=ws.close_code)
 
     async def _wait(self, handle: RoomHandle, pending: Pending) -> bool:
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -416,14 +432,6 @@ class Relay:
         welcome["seq"] = upto
         welcome["state"] = state
         return welcome
-
-    async def _sender(self, conn: Connection, floor: int) -> None:
-        try:
-            await conn.outbox.run(floor, SocketSink(conn.ws))
-        except ConnectionClosed:
-            pass
-        except Exception:
-            logger.exception("send_failed", conn=conn.cid)
 
     def _on_message(self, handle: RoomHandle, conn: Connection, message: str | bytes) -> None:
         if conn.closing or self.stopping:
@@ -530,6 +538,8 @@ class SocketSink:
     set while the transport's buffer is above its high-water mark and ``drain`` waits for it to empty.
     """
 
+    __slots__ = ("ws",)
+
     def __init__(self, ws: ServerConnection) -> None:
         self.ws = ws
 
@@ -548,7 +558,10 @@ class SocketSink:
     async def writable(self) -> bool:
         if self.ws.protocol.state is not State.OPEN:
             return False
-        await self.ws.drain()
+        try:
+            await self.ws.drain()
+        except ConnectionClosed:
+            return False
         return self.ws.protocol.state is State.OPEN
 
 

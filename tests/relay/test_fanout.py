@@ -94,7 +94,7 @@ async def test_events_committed_together_are_one_write_per_socket() -> None:
     for sub in subs:
         sink = Sink()
         sinks.append(sink)
-        asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+        sub.outbox.start(0, sink)
     await asyncio.sleep(0)
     records = [rec(1), rec(2), roll(3, "public"), rec(4)]
     state = fold(records)
@@ -116,7 +116,7 @@ async def test_hidden_rolls_split_the_group_by_audience() -> None:
     }
     sinks = {sub: Sink() for sub in subs}
     for sub, sink in sinks.items():
-        asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+        sub.outbox.start(0, sink)
     await asyncio.sleep(0)
     records = [rec(1), roll(2, "gm"), rec(3)]
     broadcast(records, subs, fold(records), lambda s: None)
@@ -143,18 +143,17 @@ async def test_the_welcome_floor_drops_what_the_history_held() -> None:
     broadcast(records[3:], subs, state, lambda s: None)
     sub.outbox.put(protocol.framed(protocol.encode({"t": "pong", "id": "x"})))
     sink = Sink()
-    task = asyncio.get_running_loop().create_task(sub.outbox.run(4, sink))  # the welcome held up to seq 4
+    sub.outbox.start(4, sink)  # the welcome held up to seq 4
     await asyncio.sleep(0)
     assert [f.get("seq", f["t"]) for f in sink.frames()] == [5, 6, "pong"]
     sub.outbox.close()
-    await task
 
 
 async def test_a_socket_that_keeps_up_is_never_overflowed() -> None:
     sub = Sub(limit=3)
     subs = {sub: Session(member("p1", "player"))}
     sink = Sink()
-    asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    sub.outbox.start(0, sink)
     await asyncio.sleep(0)
     records = [rec(i) for i in range(1, 11)]
     state = fold(records)
@@ -170,7 +169,7 @@ async def test_a_socket_that_stops_reading_is_overflowed_and_gets_a_gapless_pref
     sub = Sub(limit=3)
     subs = {sub: Session(member("p1", "player"))}
     sink = Sink()
-    asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+    sub.outbox.start(0, sink)
     await asyncio.sleep(0)
     records = [rec(i) for i in range(1, 11)]
     state = fold(records)
@@ -202,7 +201,7 @@ async def test_renderings_go_to_those_who_asked_and_only_in_full() -> None:
     }
     sinks = {sub: Sink() for sub in subs}
     for sub, sink in sinks.items():
-        asyncio.get_running_loop().create_task(sub.outbox.run(0, sink))
+        sub.outbox.start(0, sink)
     await asyncio.sleep(0)
     public = rec(
         1, "roll", visibility="public", label="Climb", intent={"system": "drawsteel.power"}, result=result
@@ -227,3 +226,24 @@ async def test_renderings_go_to_those_who_asked_and_only_in_full() -> None:
     assert got[outsider][1]["sealed"] is True
     assert "foundry" not in got[outsider][1]
     assert b"Ambush" not in b"".join(sinks[outsider].writes)
+
+
+async def test_a_socket_whose_buffer_was_full_is_written_once_it_drains() -> None:
+    sub = Sub()
+    subs = {sub: Session(member("p1", "player"))}
+    sink = Sink()
+    sink.open_ = False  # the buffer is full before anything is queued
+    sink.drained.clear()
+    sub.outbox.start(0, sink)
+    records = [rec(i) for i in range(1, 4)]
+    state = fold(records)
+    broadcast(records[:2], subs, state, lambda s: None)
+    await asyncio.sleep(0)
+    assert sink.writes == [], "nothing is written while the buffer is full"
+    broadcast(records[2:], subs, state, lambda s: None)
+    sink.open_ = True
+    sink.drained.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert [f["seq"] for f in sink.frames()] == [1, 2, 3]
+    assert len(sink.writes) == 1, "what piled up goes out in one write"
