@@ -60,14 +60,14 @@ class Sizes:
 FULL = Sizes(
     fanout_members=(100, 1000, 5000),
     fanout_deliveries=120_000,
-    socketio_deliveries=30_000,
+    socketio_deliveries=20_000,
     repeats=2,
     latency_members=1000,
     latency_rate=20.0,
     latency_seconds=5.0,
     memory_connections=10_000,
     memory_history=25,
-    traced_connections=300,
+    traced_connections=200,
     append_seconds=1.5,
     append_shapes=((1, 1), (1, 10), (1, 100), (100, 1)),
     storage_seconds=1.0,
@@ -143,7 +143,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
             for kind in servers.KINDS:
                 budget = sizes.socketio_deliveries if kind == "socketio" else sizes.fanout_deliveries
                 # python-socketio is an order of magnitude slower: fewer rolls keep its runs short.
-                floor = 4 if kind == "socketio" else 10
+                floor = 3 if kind == "socketio" else 10
                 events = fanout.events_for(members, budget, floor)
                 chain = max(floor // 2, events // sizes.chain_divisor)
                 wanted = profile and kind == "relay" and members == sizes.profile_members

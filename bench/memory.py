@@ -64,7 +64,7 @@ async def measure(
         )
         groups.append(warm)
         await warm.expect("ready", 60)
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(0.5)
         if traced is not None:
             await _snapshot(server.pid, None)
         before = server.process.rss_kib()
@@ -79,7 +79,7 @@ async def measure(
         ready = await gather_expect(bulk, "ready", 240)
         opened = sum(r["conns"] for r in ready)
         connect_seconds = max(r["seconds"] for r in ready)
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(1.0)
         after = server.process.rss_kib()
         trace = await _snapshot(server.pid, traced) if traced is not None else None
     finally:

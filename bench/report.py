@@ -573,7 +573,7 @@ Resident memory (VmRSS of the server process) per idle connection. Each server f
 welcome carries up to its last 100 events), then one connection in each room (rooms loaded, code paths
 warm); then {rows[0]["connections"]:,} more connections,
 spread over the ten rooms and over several receiver processes, open and stay idle (relay: each has said
-hello and received its welcome). The figure is (RSS after − RSS before) ÷ connections, read 1.5 seconds
+hello and received its welcome). The figure is (RSS after − RSS before) ÷ connections, read one second
 after the last connection opened.
 
 {table(MEMORY_HEADER, body)}
