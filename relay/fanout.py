@@ -12,15 +12,14 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-import structlog
-
 from relay import protocol
 from relay.formats import renderings
+from relay.logs import get_logger
 from relay.room import Session
 from relay.state import RoomState
 from relay.visibility import FULL, audience, render
 
-logger = structlog.get_logger("relay.fanout")
+logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
 S = TypeVar("S", bound="Subscriber")
 

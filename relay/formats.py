@@ -11,9 +11,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import structlog
+from relay.logs import get_logger
 
-log = structlog.get_logger("relay.formats")
+log = get_logger("relay.formats")
 
 _cache: dict[str, Callable[..., Any] | None] = {}
 _labels: dict[Callable[..., Any], bool] = {}

@@ -32,14 +32,14 @@ from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
-from relay.logs import REQUEST
+from relay.logs import REQUEST, get_logger
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
 from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
 from relay.state import RoomState
 
-logger = structlog.get_logger("relay.server")
+logger = get_logger("relay.server")
 MAX_ROOM_ID = 64
 
 
