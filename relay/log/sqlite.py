@@ -170,6 +170,36 @@ class _Outcome:
 
 _STOP = object()
 
+#: Rows per INSERT statement (5 parameters each, well under SQLite's 32,766 host parameters).
+INSERT_ROWS = 500
+
+
+def _take(item: Any, batch: list[Any]) -> bool:
+    """Add a queue item (one call, or a list of appends) to ``batch``; True for the stop marker."""
+    if item is _STOP:
+        return True
+    if isinstance(item, list):
+        batch.extend(item)
+    else:
+        batch.append(item)
+    return False
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, int, str, bytes]]) -> None:
+    """Insert ``rows`` with one multi-row statement per ``INSERT_ROWS``.
+
+    ``executemany`` steps once per row and releases the GIL around each step, and a thread that gives
+    the GIL back to a busy event loop waits up to the switch interval (5 ms) to get it again: a
+    transaction of 30 rows could spend most of its time waiting. One statement is one step.
+    """
+    for start in range(0, len(rows), INSERT_ROWS):
+        chunk = rows[start : start + INSERT_ROWS]
+        values = ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+        conn.execute(
+            f"INSERT INTO events (room, seq, ts, kind, data) VALUES {values}",  # noqa: S608 (placeholders only)
+            [value for row in chunk for value in row],
+        )
+
 
 @dataclass
 class _Stats:
@@ -186,6 +216,7 @@ class SqliteLog(EventLog):
         self.synchronous = synchronous
         self._loop = asyncio.get_running_loop()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._appends: list[_Append] = []  # made in this loop iteration, not yet handed to the writer
         self._writer_conn = connect(path, synchronous)
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -205,18 +236,14 @@ class SqliteLog(EventLog):
         conn = self._writer_conn
         try:
             while True:
-                item = self._queue.get()
-                stop = item is _STOP
-                batch: list[Any] = [] if stop else [item]
+                batch: list[Any] = []
+                stop = _take(self._queue.get(), batch)
                 while not stop and len(batch) < MAX_BATCH:
                     try:
                         more = self._queue.get_nowait()
                     except queue.Empty:
                         break
-                    if more is _STOP:
-                        stop = True
-                        break
-                    batch.append(more)
+                    stop = _take(more, batch)
                 if batch:
                     self._deliver(self._process(conn, batch))
                 if stop:
@@ -263,7 +290,7 @@ class SqliteLog(EventLog):
                 last[item.room] = seq
                 outcome.value = seq
                 written.append(outcome)
-            conn.executemany("INSERT INTO events (room, seq, ts, kind, data) VALUES (?, ?, ?, ?, ?)", rows)
+            _insert(conn, rows)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -298,8 +325,15 @@ class SqliteLog(EventLog):
         if self._closed:
             raise RuntimeError("the event log is closed")
         future: asyncio.Future[T] = self._loop.create_future()
+        self._hand_over()  # after the appends made before it, as if they had been queued one by one
         self._queue.put(_Call(fn, future))
         return future
+
+    def _hand_over(self) -> None:
+        """Give the writer every append made in this loop iteration, as one queue item."""
+        appends, self._appends = self._appends, []
+        if appends:
+            self._queue.put(appends)
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -336,7 +370,12 @@ class SqliteLog(EventLog):
         if self._closed:
             raise RuntimeError("the event log is closed")
         future: asyncio.Future[int] = self._loop.create_future()
-        self._queue.put(_Append(room, records, expected_seq, future))
+        # Handed to the writer once per loop iteration rather than one by one: every wake-up of the
+        # writer thread is a GIL hand-off that the event loop pays for, and a frame burst read in one
+        # iteration becomes one transaction.
+        if not self._appends:
+            self._loop.call_soon(self._hand_over)
+        self._appends.append(_Append(room, records, expected_seq, future))
         return future
 
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
@@ -349,6 +388,7 @@ class SqliteLog(EventLog):
         if self._closed:
             return
         self._closed = True
+        self._hand_over()
         self._queue.put(_STOP)
         await asyncio.to_thread(self._writer.join)
         # Let the writer's last call_soon_threadsafe run so every future is settled.
