@@ -361,8 +361,9 @@ Deliveries per second of public roll events to one room of N members, in two way
 
 The clock runs from the first roll sent to the last event received by the last member; deliveries per
 second = rolls × members ÷ that time. Receivers: {_receivers_note()}. Each server gets a warm-up burst;
-the relay and the bare server get {repeats} measured run{"s" if repeats != "1" else ""} of each kind and keep
-the best (interference from other work only ever slows a run); python-socketio gets one. In every kept
+the relay and the bare server get {repeats} measured bursts and one more one-at-a-time run than that, and
+keep the best of each (interference from other work only ever slows a run); python-socketio gets one
+burst and two one-at-a-time runs. In every kept
 run every member received every event exactly once (checked per connection). Rolls per burst and per
 one-at-a-time run: {"; ".join(per_size)}.
 
@@ -957,7 +958,10 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 f"- Fan-out vs bare websockets ({what}): per delivery the relay used "
                 f"{relay[f'{prefix}server_cpu_us']:.1f} µs of CPU and the bare server "
                 f"{bare[f'{prefix}server_cpu_us']:.1f} µs; both are dominated by one `send()` per socket per "
-                "write (section 1), the relay adding each roll's own path (rules, commit, ack)."
+                "write (section 1), the relay adding each roll's own path (rules, commit, ack). With one "
+                "roll in flight, wall time also counts every hop a roll makes between processes and threads "
+                "(driver, server, SQLite writer thread, server, receivers, driver): the relay has one hop "
+                "more than the bare server, and on a loaded machine each hop can wait for a core."
             )
         value = goals.get(f"{prefix}fanout_socketio")
         sio = _find(fan, kind="socketio", members=1000)
