@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -136,6 +137,10 @@ class WireClient:
         self.send(hello)
         self.welcome = self.expect("welcome")
         self.events: list[dict[str, Any]] = []
+        # A roll's id is its idempotency key per participant, and a GM token is one participant on every
+        # socket: ids must be unique per client, not just per connection, or a new client's first roll
+        # would be taken as a retry of an earlier client's.
+        self._prefix = f"py-{secrets.token_hex(4)}"
         self._ids = 0
 
     def send(self, frame: dict[str, Any]) -> None:
@@ -159,7 +164,7 @@ class WireClient:
     def request(self, frame: dict[str, Any]) -> dict[str, Any]:
         """Send a request and return the event its ack names."""
         self._ids += 1
-        frame = {**frame, "id": f"py-{self._ids}"}
+        frame = {**frame, "id": f"{self._prefix}-{self._ids}"}
         self.send(frame)
         ack = self.expect("ack")
         assert ack["id"] == frame["id"]
