@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rules.dice.arith import Number, norm
+from rules.dice.arith import Number
 from rules.dice.common import Result, compare, keep_or_drop, kept_after
 from rules.dice.limits import MAX_CHAIN
-from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, chain_limit
+from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, chain_limit, emit_pool
 from rules.rng import roll_many
 
 #: The modifiers each kind of Foundry term takes, longest first so ``kh`` wins over ``k``.
@@ -281,15 +281,4 @@ def roll_pool(ctx: Ctx, node: GroupNode, out: Out) -> Number:
         else:
             for entry in ctx.dice[start:end]:
                 entry["kept"] = False
-    total = norm(total)
-    term: dict[str, Any] = {
-        "type": "pool",
-        "rolls": rolls,
-        "modifiers": list(node.mod_texts),
-        "results": results,
-        "total": total,
-    }
-    if node.flavor is not None:
-        term["flavor"] = node.flavor
-    out.append(term)
-    return total
+    return emit_pool(node, out, rolls, results, total)

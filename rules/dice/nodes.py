@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rules.dice.arith import Number, apply, call, fmt
+from rules.dice.arith import Number, apply, call, fmt, norm
 from rules.dice.limits import MAX_CHAIN, MAX_ROLLS, limit
 from rules.result import Die
 from rules.rng import Dice, roll_many
@@ -320,3 +320,21 @@ def children(node: Node) -> list[Node]:
     if isinstance(node, GroupNode):
         return list(node.subs)
     return []
+
+
+def emit_pool(
+    node: GroupNode, out: Out, rolls: list[Any], results: list[dict[str, Any]], total: Number
+) -> Number:
+    """Append the pool term of a resolved Foundry pool or Roll20 group (both dialects share its layout)."""
+    total = norm(total)
+    term: dict[str, Any] = {
+        "type": "pool",
+        "rolls": rolls,
+        "modifiers": list(node.mod_texts),
+        "results": results,
+        "total": total,
+    }
+    if node.flavor is not None:
+        term["flavor"] = node.flavor
+    out.append(term)
+    return total

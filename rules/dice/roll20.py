@@ -14,7 +14,7 @@ from rules.dice.arith import Number, norm
 from rules.dice.common import Result, compare, keep_or_drop, kept_after
 from rules.dice.foundry import dice_entries
 from rules.dice.limits import MAX_CHAIN
-from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, Target, chain_limit, target_value
+from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, Target, chain_limit, emit_pool, target_value
 
 CompareRule = tuple[str, Target]
 
@@ -240,22 +240,7 @@ def roll_group(ctx: Ctx, node: GroupNode, out: Out) -> Number:
         if not r["active"]:
             for entry in ctx.dice[start:end]:
                 entry["kept"] = False
-    return _emit(node, out, rolls, results, total)
-
-
-def _emit(node: GroupNode, out: Out, rolls: list[Any], results: list[Result], total: Number) -> Number:
-    total = norm(total)
-    term: dict[str, Any] = {
-        "type": "pool",
-        "rolls": rolls,
-        "modifiers": list(node.mod_texts),
-        "results": results,
-        "total": total,
-    }
-    if node.flavor is not None:
-        term["flavor"] = node.flavor
-    out.append(term)
-    return total
+    return emit_pool(node, out, rolls, results, total)
 
 
 def _roll_single(ctx: Ctx, node: GroupNode, out: Out) -> Number:
@@ -314,4 +299,4 @@ def _roll_single(ctx: Ctx, node: GroupNode, out: Out) -> Number:
         if term["type"] == "die":
             sub_total += signs[id(term)] * term["total"]
     rolls = [{"terms": terms, "total": norm(sub_total), "formula": sub.text}]
-    return _emit(node, out, rolls, results, total)
+    return emit_pool(node, out, rolls, results, total)
