@@ -87,33 +87,21 @@ class _Term:
 def _reroll(t: _Term, mod: Mod, *, recursive: bool) -> None:
     # r rerolls each matching result once (only the results present before it ran); rr also rerolls
     # the new results while they match. A count (r1=1) caps how many rerolls happen.
-    op = mod.op or "="
-    target = 1 if mod.target is None else mod.target
-    budget = mod.count
-    results = t.results
-    initial = len(results)
-    checked = 0
-    while checked < len(results):
-        i = checked
-        r = results[i]
-        checked += 1
-        if r["active"]:
-            if budget is not None and budget <= 0:
-                break
-            if compare(r["result"], op, target):
-                r["rerolled"] = True
-                r["active"] = False
-                t.add(i)
-                if budget is not None:
-                    budget -= 1
-        if not recursive and checked >= initial:
-            break
+    _add_dice(t, mod, 1 if mod.target is None else mod.target, "rerolled", recursive=recursive)
 
 
 def _explode(t: _Term, mod: Mod, *, recursive: bool) -> None:
     # x rolls one more die for every matching result, new dice included; xo only for the first ones.
+    _add_dice(t, mod, t.faces if mod.target is None else mod.target, "exploded", recursive=recursive)
+
+
+def _add_dice(t: _Term, mod: Mod, target: Number, mark: str, *, recursive: bool) -> None:
+    """Roll one more die for each active result that matches, marking it; a reroll also retires it.
+
+    Non-recursive modifiers look only at the results present when they start; a count caps how many
+    dice are added.
+    """
     op = mod.op or "="
-    target = t.faces if mod.target is None else mod.target
     budget = mod.count
     results = t.results
     initial = len(results)
@@ -126,11 +114,13 @@ def _explode(t: _Term, mod: Mod, *, recursive: bool) -> None:
             if budget is not None and budget <= 0:
                 break
             if compare(r["result"], op, target):
-                r["exploded"] = True
+                r[mark] = True
+                if mark == "rerolled":
+                    r["active"] = False
                 t.add(i)
                 if budget is not None:
                     budget -= 1
-        if not recursive and checked == initial:
+        if not recursive and checked >= initial:
             break
 
 
