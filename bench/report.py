@@ -18,6 +18,7 @@ from bench.harness import ROOT
 
 DOC = ROOT / "docs" / "benchmarks.md"
 IMAGES = ROOT / "docs" / "images"
+CHANGES = Path(__file__).with_name("changes.md")  # the record of speed work, written by hand
 LABELS = {"relay": "tablerelay", "bare": "bare websockets", "socketio": "python-socketio"}
 COLORS = {"relay": "#2b6cb0", "bare": "#718096", "socketio": "#dd6b20"}
 
@@ -1135,6 +1136,7 @@ harness's locked npm packages. It is not part of the test suite and makes no tim
             machine_section(results),
             method_section(results),
             *parts,
+            CHANGES.read_text().rstrip() + "\n",
             failed,
         ]
     )
