@@ -13,7 +13,7 @@ from typing import Any
 from rules.dice.arith import Number
 from rules.dice.common import Result, compare, keep_or_drop, kept_after
 from rules.dice.limits import MAX_CHAIN
-from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, chain_limit, emit_pool
+from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, chain_limit, emit_pool, roll_subs, unkeep_dropped
 from rules.rng import roll_many
 
 #: The modifiers each kind of Foundry term takes, longest first so ``kh`` wins over ``k``.
@@ -245,16 +245,7 @@ def dice_entries(results: list[Result], faces: int, kind: str) -> list[dict[str,
 
 def roll_pool(ctx: Ctx, node: GroupNode, out: Out) -> Number:
     """A Foundry pool ``{a, b, ...}``: each expression is rolled, then the modifiers act on their totals."""
-    rolls = []
-    results: list[Result] = []
-    spans = []
-    for sub in node.subs:
-        start = len(ctx.dice)
-        terms: Out = []
-        value = sub.ev(ctx, terms)
-        rolls.append({"terms": terms, "total": value, "formula": sub.text})
-        results.append({"result": value, "active": True})
-        spans.append((start, len(ctx.dice)))
+    rolls, results, spans = roll_subs(ctx, node)
     mod: Mod
     for mod in node.spec:
         if mod.name in KEEPS:
@@ -265,10 +256,8 @@ def roll_pool(ctx: Ctx, node: GroupNode, out: Out) -> Number:
             assert mod.target is not None
             _count(results, mod.op, mod.target, success=mod.name == "cs")
     total: Number = 0
-    for r, (start, end) in zip(results, spans, strict=True):
+    for r in results:
         if r["active"]:
             total += r["count"] if "count" in r else r["result"]
-        else:
-            for entry in ctx.dice[start:end]:
-                entry["kept"] = False
+    unkeep_dropped(ctx, results, spans)
     return emit_pool(node, out, rolls, results, total)

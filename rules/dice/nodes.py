@@ -338,3 +338,27 @@ def emit_pool(
         term["flavor"] = node.flavor
     out.append(term)
     return total
+
+
+def roll_subs(ctx: Ctx, node: GroupNode) -> tuple[list[Any], list[dict[str, Any]], list[tuple[int, int]]]:
+    """Roll each expression of a pool or group: its sub-rolls, one active result per total, and the span
+    of ``ctx.dice`` each one rolled (so a dropped sub-roll's dice can be marked not kept)."""
+    rolls: list[Any] = []
+    results: list[dict[str, Any]] = []
+    spans: list[tuple[int, int]] = []
+    for sub in node.subs:
+        start = len(ctx.dice)
+        terms: Out = []
+        value = sub.ev(ctx, terms)
+        rolls.append({"terms": terms, "total": value, "formula": sub.text})
+        results.append({"result": value, "active": True})
+        spans.append((start, len(ctx.dice)))
+    return rolls, results, spans
+
+
+def unkeep_dropped(ctx: Ctx, results: list[dict[str, Any]], spans: list[tuple[int, int]]) -> None:
+    """Mark every die of a dropped sub-roll as not kept."""
+    for r, (start, end) in zip(results, spans, strict=True):
+        if not r["active"]:
+            for entry in ctx.dice[start:end]:
+                entry["kept"] = False

@@ -14,7 +14,18 @@ from rules.dice.arith import Number, norm
 from rules.dice.common import Result, compare, keep_or_drop, kept_after
 from rules.dice.foundry import dice_entries
 from rules.dice.limits import MAX_CHAIN
-from rules.dice.nodes import Ctx, DiceNode, GroupNode, Out, Target, chain_limit, emit_pool, target_value
+from rules.dice.nodes import (
+    Ctx,
+    DiceNode,
+    GroupNode,
+    Out,
+    Target,
+    chain_limit,
+    emit_pool,
+    roll_subs,
+    target_value,
+    unkeep_dropped,
+)
 
 CompareRule = tuple[str, Target]
 
@@ -216,31 +227,23 @@ def roll_group(ctx: Ctx, node: GroupNode, out: Out) -> Number:
     spec: Spec = node.spec
     if len(node.subs) == 1 and (spec.keeps or spec.success is not None):
         return _roll_single(ctx, node, out)
-    rolls = []
-    results: list[Result] = []
-    spans = []
-    for sub in node.subs:
-        start = len(ctx.dice)
-        terms: Out = []
-        value = sub.ev(ctx, terms)
-        rolls.append({"terms": terms, "total": value, "formula": sub.text})
-        results.append({"result": value, "active": True})
-        spans.append((start, len(ctx.dice)))
+    rolls, results, spans = roll_subs(ctx, node)
     for keep, highest, count in spec.keeps:
         keep_or_drop(results, count, keep=keep, highest=highest)
-    total: Number
-    if spec.success is not None:
-        total = _count_group(ctx, spec, results)
-    else:
-        total = 0
-        for r in results:
-            if r["active"]:
-                total += r["result"]
-    for r, (start, end) in zip(results, spans, strict=True):
-        if not r["active"]:
-            for entry in ctx.dice[start:end]:
-                entry["kept"] = False
+    total = _group_total(ctx, spec, results)
+    unkeep_dropped(ctx, results, spans)
     return emit_pool(node, out, rolls, results, total)
+
+
+def _group_total(ctx: Ctx, spec: Spec, results: list[Result]) -> Number:
+    """A group's total: its successes when it has a target, else the sum of its kept results."""
+    if spec.success is not None:
+        return _count_group(ctx, spec, results)
+    total: Number = 0
+    for r in results:
+        if r["active"]:
+            total += r["result"]
+    return total
 
 
 def _roll_single(ctx: Ctx, node: GroupNode, out: Out) -> Number:
@@ -286,14 +289,7 @@ def _roll_single(ctx: Ctx, node: GroupNode, out: Out) -> Number:
             touched.append(t)
     for t in touched:
         t["total"] = sum(value_of(r) for r in t["results"] if r["active"])
-    total: Number
-    if spec.success is not None:
-        total = _count_group(ctx, spec, results)
-    else:
-        total = 0
-        for r in results:
-            if r["active"]:
-                total += r["result"]
+    total = _group_total(ctx, spec, results)
     sub_total: Number = offset
     for term in terms:
         if term["type"] == "die":
