@@ -6,14 +6,14 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import rules
+from tests.console import tablerelay_bin
 
-TABLERELAY = Path(sys.executable).with_name("tablerelay")
+TABLERELAY = Path(tablerelay_bin())
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

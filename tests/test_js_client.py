@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.relay_process import ROOT, running_relay, tablerelay_bin
+from tests.browser.relay_process import ROOT, running_relay
+from tests.console import tablerelay_bin
 
 JS = ROOT / "clients" / "js"
 

@@ -7,9 +7,7 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,18 +18,10 @@ from typing import Any
 import msgpack
 from websockets.sync.client import ClientConnection, connect
 
+from tests.console import tablerelay_bin
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
-
-
-def tablerelay_bin() -> str:
-    sibling = Path(sys.executable).parent / "tablerelay"
-    if sibling.exists():
-        return str(sibling)
-    found = shutil.which("tablerelay")
-    if found is None:
-        raise RuntimeError("the tablerelay console script is not installed next to the test interpreter")
-    return found
 
 
 @dataclass

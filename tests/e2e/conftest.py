@@ -11,10 +11,8 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -29,21 +27,12 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from tests.console import tablerelay_bin
+
 #: Seconds to wait for one expected frame. Generous because the machine running the suite may be busy.
 TIMEOUT = 8.0
 #: Seconds to wait for the server to say it is listening.
 START_TIMEOUT = 30.0
-
-
-def tablerelay_bin() -> str:
-    """The ``tablerelay`` console script of the interpreter running the tests (the project's venv)."""
-    sibling = Path(sys.executable).parent / "tablerelay"
-    if sibling.exists():
-        return str(sibling)
-    found = shutil.which("tablerelay")
-    if found is None:
-        raise RuntimeError("the tablerelay console script is not installed next to the test interpreter")
-    return found
 
 
 def pack(obj: Any) -> bytes:
