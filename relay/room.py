@@ -192,8 +192,9 @@ class Room:
             display = claims.name or name
         if not display:
             role_name = {"gm": "GM", "player": "Player", "spectator": "Spectator"}[claims.role]
-            # A GM token's id starts with "gm-" (relay.auth.new_gm_id); its digits would only be noise.
-            display = role_name if pid.startswith("gm-") else f"{role_name} {pid[:4]}"
+            # A token that names its participant (a GM token) is one person on every socket, so the role
+            # alone is a name; invites make a participant per socket, and the id's start tells them apart.
+            display = role_name if claims.sub is not None else f"{role_name} {pid[:4]}"
         member = Member(pid, display, claims.role)
         session = Session(member, formats)
         count = self.sockets.get(pid, 0)

@@ -441,6 +441,14 @@ def test_names_come_from_the_token_then_the_hello_then_a_default() -> None:
     assert named.member.name == "Token name"
     assert hello.member.name == "Hello name"
     assert plain.member.name.startswith("Spectator ")
+    # A token that names its participant (a GM token) is one person on every socket: the role is its name.
+    gm, _ = table.room.admit(Claims(INFO.id, "gm", "gm-0123456789ab", None, None), None, frozenset())
+    again, _ = table.room.admit(Claims(INFO.id, "gm", "gm-0123456789ab", None, None), "Later", frozenset())
+    assert gm.member.name == "GM"
+    assert again.member.id == gm.member.id
+    assert again.member.name == "GM"
+    named_player, _ = table.room.admit(Claims(INFO.id, "player", "p-42", None, None), None, frozenset())
+    assert named_player.member.name == "Player"
 
 
 def test_sweep_leaves_members_the_log_still_holds() -> None:
