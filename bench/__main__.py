@@ -43,11 +43,13 @@ class Sizes:
     repeats: int
     latency_members: int
     latency_rate: float
-    latency_seconds: float
+    latency_seconds: float  # per run
+    latency_rounds: int  # runs per server, taking turns
     memory_connections: int
     memory_history: int  # events in each room before the connections open (the relay's welcome carries them)
     traced_connections: int
     append_seconds: float
+    append_windows: int  # measured windows per shape; the best counts
     append_shapes: tuple[tuple[int, int], ...]
     storage_seconds: float
     growth_members: tuple[int, ...]
@@ -64,11 +66,13 @@ FULL = Sizes(
     repeats=2,
     latency_members=1000,
     latency_rate=20.0,
-    latency_seconds=5.0,
+    latency_seconds=8.0,
+    latency_rounds=2,
     memory_connections=10_000,
     memory_history=25,
     traced_connections=200,
     append_seconds=1.5,
+    append_windows=3,
     append_shapes=((1, 1), (1, 10), (1, 100), (100, 1)),
     storage_seconds=1.0,
     growth_members=(10, 100, 1000, 5000),
@@ -86,10 +90,12 @@ QUICK = Sizes(
     latency_members=300,
     latency_rate=20.0,
     latency_seconds=2.0,
+    latency_rounds=1,
     memory_connections=500,
     memory_history=25,
     traced_connections=0,
     append_seconds=0.7,
+    append_windows=1,
     append_shapes=((1, 1), (1, 10), (100, 1)),
     storage_seconds=0.4,
     growth_members=(10, 100, 1000),
@@ -173,18 +179,22 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         return out
 
     async def do_latency() -> list[dict[str, Any]]:
-        out = []
-        for kind in ("relay", "bare"):
-            r = await latency.measure(
-                kind,
-                run_dir,
-                calibration,
-                members=sizes.latency_members,
-                rate=sizes.latency_rate,
-                seconds=sizes.latency_seconds,
-            )
-            _say(f"{servers.LABELS[kind]:>16} p50 {r['p50_ms']:.1f} ms  p99 {r['p99_ms']:.1f} ms")
-            out.append(r)
+        runs: dict[str, list[dict[str, Any]]] = {"relay": [], "bare": []}
+        for _ in range(sizes.latency_rounds):
+            for kind, done in runs.items():
+                r = await latency.measure(
+                    kind,
+                    run_dir,
+                    calibration,
+                    members=sizes.latency_members,
+                    rate=sizes.latency_rate,
+                    seconds=sizes.latency_seconds,
+                )
+                _say(f"{servers.LABELS[kind]:>16} p50 {r['p50_ms']:.1f} ms  p99 {r['p99_ms']:.1f} ms")
+                done.append(r)
+        out = [latency.pooled(done) for done in runs.values()]
+        for r in out:
+            _say(f"{servers.LABELS[r['kind']]:>16} pooled over {r['events']} rolls: p99 {r['p99_ms']:.1f} ms")
         return out
 
     async def do_memory() -> dict[str, Any]:
@@ -224,7 +234,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 rooms=rooms,
                 rollers_per_room=per_room,
                 seconds=sizes.append_seconds,
-                repeats=sizes.repeats,
+                repeats=sizes.append_windows,
             )
             _say(f"{rooms:>3} room(s) × {per_room:<3} rollers {r['rate']:>8,.0f} acked rolls/s")
             out["server"].append(r)

@@ -8,6 +8,10 @@ the seq); a peer numbers the events of a room in the order the rolls arrive, as 
 
 Receivers decode every frame here (the seq is inside), as a real client does; the relay and the bare server
 are measured at the same delivery rate, with the same receivers.
+
+The two servers take turns (relay, bare, relay, bare, …) and each one's samples are pooled: p99 over a few
+hundred rolls is the third or fourth slowest, where one run of a hundred would make it the slowest alone,
+and taking turns spreads a noisy minute on the shared machine over both servers.
 """
 
 from __future__ import annotations
@@ -72,6 +76,22 @@ async def measure(
         "p99_ms": percentile(results, 99),
         "max_ms": max(results),
         "samples_ms": [round(x, 3) for x in results],
+    }
+
+
+def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from several runs of the same server: their samples together, percentiles over all."""
+    samples = [x for r in runs for x in r["samples_ms"]]
+    return {
+        **runs[0],
+        "runs": len(runs),
+        "seconds": sum(r["seconds"] for r in runs),
+        "events": len(samples),
+        "p50_ms": percentile(samples, 50),
+        "p90_ms": percentile(samples, 90),
+        "p99_ms": percentile(samples, 99),
+        "max_ms": max(samples),
+        "samples_ms": samples,
     }
 
 

@@ -28,7 +28,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from relay.server import run
+    from relay.server import run, settle_gc
 
     try:
         config = _config(
@@ -46,6 +46,7 @@ def serve_command(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await run(config, stop)
 
+    settle_gc()
     try:
         asyncio.run(main())
     except OSError as exc:

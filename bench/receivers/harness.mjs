@@ -11,7 +11,8 @@
 //                   per target as fast as the socket takes them; {"cmd":"paced","n":E,"rate":R} sends them
 //                   R per second per target and reports when each was sent.
 //   role "roller":  one player connection per target entry; {"cmd":"go","duration":S} makes each send a
-//                   roll, wait for its ack and send the next, until S seconds have passed.
+//                   roll, wait for its ack and send the next, until S seconds have passed. With
+//                   "lean": true (relay only) the rollers use openLean below instead of ws.
 //
 // Times are CLOCK_MONOTONIC milliseconds (process.hrtime), comparable across processes on one machine.
 // Every wait has a timeout, so a stuck server ends the run instead of hanging it.
@@ -20,6 +21,8 @@ import { createInterface } from "node:readline";
 import { decode, encode } from "@msgpack/msgpack";
 import { io } from "socket.io-client";
 import WebSocket from "ws";
+import { connect as tcpConnect } from "node:net";
+import { randomBytes } from "node:crypto";
 
 const config = JSON.parse(process.argv[2]);
 const kind = config.kind; // relay | bare | socketio
@@ -99,6 +102,100 @@ function open(target, onMessage, onClose) {
       clearTimeout(timer);
       if (!welcomed) reject(new Error(`closed ${code} ${reason}`));
       onClose(`${code} ${reason}`);
+    });
+  });
+}
+
+
+// A minimal WebSocket client for load generation: it frames what it sends and, of what it receives, reads
+// only the frame headers, handing on the small frames (acks and errors) and skipping event payloads
+// unread. A roller needs nothing more, and a full client's per-message work would otherwise make the
+// rollers, not the server, the thing measured.
+function openLean(target, onSmall, onClose) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("handshake timed out")), 30000);
+    const url = new URL(target.url);
+    const socket = tcpConnect({ host: url.hostname, port: Number(url.port) });
+    socket.setNoDelay(true);
+    let buffer = Buffer.alloc(0);
+    let upgraded = false;
+    let welcomed = false;
+    const mask = randomBytes(4);
+    function frame(payload) {
+      const n = payload.length;
+      const head = n < 126 ? Buffer.from([0x82, 0x80 | n]) : Buffer.from([0x82, 0x80 | 126, n >> 8, n & 255]);
+      const body = Buffer.allocUnsafe(n);
+      for (let i = 0; i < n; i++) body[i] = payload[i] ^ mask[i & 3];
+      return Buffer.concat([head, mask, body]);
+    }
+    const conn = { send: (data) => socket.write(frame(data)), close: () => socket.destroy(), welcome: null };
+    socket.on("connect", () => {
+      const key = randomBytes(16).toString("base64");
+      socket.write(
+        `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\n` +
+          `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
+    });
+    socket.on("data", (chunk) => {
+      buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
+      if (!upgraded) {
+        const end = buffer.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        if (!buffer.subarray(0, 12).toString().includes("101")) {
+          clearTimeout(timer);
+          reject(new Error(`handshake refused: ${buffer.subarray(0, end).toString()}`));
+          return;
+        }
+        upgraded = true;
+        buffer = buffer.subarray(end + 4);
+        socket.write(frame(encode({ t: "hello", v: 1, token: target.token, name: target.name })));
+      }
+      let at = 0;
+      while (buffer.length - at >= 2) {
+        const opcode = buffer[at] & 0x0f;
+        let n = buffer[at + 1] & 0x7f;
+        let head = 2;
+        if (n === 126) {
+          if (buffer.length - at < 4) break;
+          n = buffer.readUInt16BE(at + 2);
+          head = 4;
+        } else if (n === 127) {
+          if (buffer.length - at < 10) break;
+          n = Number(buffer.readBigUInt64BE(at + 2));
+          head = 10;
+        }
+        if (buffer.length - at < head + n) break;
+        const payload = buffer.subarray(at + head, at + head + n);
+        at += head + n;
+        if (opcode === 0x8) {
+          socket.destroy();
+          onClose(`${n >= 2 ? payload.readUInt16BE(0) : 1005}`);
+          return;
+        }
+        if (opcode !== 0x2) continue;
+        if (!welcomed) {
+          const first = decode(payload);
+          clearTimeout(timer);
+          if (first.t !== "welcome") {
+            reject(new Error(`expected a welcome, got ${JSON.stringify(first)}`));
+            return;
+          }
+          welcomed = true;
+          conn.welcome = first;
+          resolve(conn);
+        } else if (n < SMALL) {
+          onSmall(payload);
+        }
+      }
+      buffer = at === buffer.length ? Buffer.alloc(0) : buffer.subarray(at);
+    });
+    socket.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    socket.on("close", () => {
+      clearTimeout(timer);
+      if (!welcomed) reject(new Error("closed before the welcome"));
     });
   });
 }
@@ -358,7 +455,7 @@ async function roller() {
       const r = { conn: null, id: null, serial: 0, index: rollers.length };
       rollers.push(r);
       jobs.push(async () => {
-        r.conn = await open(
+        r.conn = await (config.lean ? openLean : open)(
           target,
           (data) => {
             if (data.length >= SMALL) return;

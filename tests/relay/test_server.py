@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -262,3 +264,17 @@ async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path
     for seq in acked:
         assert stored[seq]["kind"] == "roll", "everything acknowledged is stored"
     assert set(events) <= set(stored)
+
+
+def test_settle_gc_freezes_start_up_objects_and_spaces_young_collections() -> None:
+    # In a child process: freezing is process-wide and would change this test run's collector.
+    probe = (
+        "import gc; from relay.server import GC_YOUNG, settle_gc; settle_gc(); "
+        "print(gc.get_freeze_count(), gc.get_threshold()[0] == GC_YOUNG)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    frozen, spaced = out.stdout.split()
+    assert int(frozen) > 1000, "the modules loaded at start-up are frozen out of later collections"
+    assert spaced == "True"
