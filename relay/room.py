@@ -9,13 +9,19 @@ the appends queued behind it fail too and ``pending`` is rebuilt from ``committe
 The server calls ``admit``/``handle``/``disconnect``, carries out the returned actions (``Send`` a frame
 to one session, ``Append`` records to the log, ``Broadcast`` a committed record), and reports each append's
 outcome back through ``committed``/``failed``.
+
+The room also keeps its last ``Limits.history`` stored records, so a welcome (a fresh join, or a resume
+from a short gap) is served from memory; when a whole table reconnects after a restart, the log is read
+once for the room, not once per socket.
 """
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +127,7 @@ class Room:
         self.generation = 0
         self.inflight: dict[int, Pending] = {}  # by last seq
         self.sockets: dict[str, int] = {}  # participant id -> connected sockets
+        self.recent: deque[Mapping[str, Any]] = deque(maxlen=limits.history)  # stored, in seq order
         self._resolve: Resolver = resolve if resolve is not None else rules.resolve
         self._clock = clock
         self._make_id = make_id
@@ -383,6 +390,7 @@ class Room:
         for record in pending.records:
             self.committed.apply(record)
             actions.append(Broadcast(record))
+        self.recent.extend(pending.records)
         return actions
 
     def failed_append(self, pending: Pending, conflict: bool) -> list[Action]:
@@ -418,6 +426,21 @@ class Room:
             "recovered": recovered,
             "limits": {"fear": self.info.fear_max, "hope": self.info.hope_max},
         }
+
+    def remember(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """The latest stored records, read from the log when the room is loaded (before any append)."""
+        if records and records[-1]["seq"] == self.committed.seq and not self.recent:
+            self.recent.extend(records)
+
+    def recent_between(self, after: int, upto: int) -> list[Mapping[str, Any]] | None:
+        """The stored records with ``after < seq <= upto`` if memory holds them all, else None."""
+        if upto <= after:
+            return []
+        recent = self.recent
+        if not recent or recent[-1]["seq"] < upto or recent[0]["seq"] > after + 1:
+            return None
+        start = after + 1 - recent[0]["seq"]
+        return list(itertools.islice(recent, start, start + upto - after))
 
     def history_range(self, resume: protocol.Resume | None) -> tuple[int, int, bool]:
         """(after, upto, recovered): a welcome carries the stored seqs ``after < seq <= upto``."""

@@ -157,6 +157,9 @@ class Relay:
             return None
         state: RoomState = await self.log.state(room_id)
         room = Room(info, state, self.limits, resolve=self.resolve)
+        keep = self.limits.history
+        if keep and state.seq:
+            room.remember(await self.log.read(room_id, max(0, state.seq - keep), keep))
         handle = RoomHandle(room)
         self.rooms[room_id] = handle
         self.metrics.rooms.set(len(self.rooms))
@@ -423,8 +426,10 @@ class Relay:
         after, upto, recovered = room.history_range(hello.resume)
         # The state as of ``upto``: taken before awaiting the read, while it still matches.
         state = room.committed.wire()
-        records = await self.log.read(room.id, after, upto - after) if upto > after else []
-        records = [r for r in records if r["seq"] <= upto]
+        records = room.recent_between(after, upto)
+        if records is None:
+            stored = await self.log.read(room.id, after, upto - after) if upto > after else []
+            records = [r for r in stored if r["seq"] <= upto]
         if len(records) != upto - after:
             logger.error("history_short", after=after, upto=upto, got=len(records))
             raise RuntimeError("the log returned fewer events than it has committed")

@@ -115,8 +115,7 @@ function openLean(target, onSmall, onClose) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("handshake timed out")), 30000);
     const url = new URL(target.url);
-    const socket = tcpConnect({ host: url.hostname, port: Number(url.port) });
-    socket.setNoDelay(true);
+    const socket = tcpConnect({ host: url.hostname, port: Number(url.port), noDelay: true });
     let buffer = Buffer.alloc(0);
     let upgraded = false;
     let welcomed = false;
@@ -130,6 +129,7 @@ function openLean(target, onSmall, onClose) {
     }
     const conn = { send: (data) => socket.write(frame(data)), close: () => socket.destroy(), welcome: null };
     socket.on("connect", () => {
+      socket.setNoDelay(true);
       const key = randomBytes(16).toString("base64");
       socket.write(
         `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\n` +

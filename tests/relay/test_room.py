@@ -545,3 +545,42 @@ def test_roll_ids_are_remembered_per_participant_up_to_a_bound(monkeypatch: pyte
     fresh = table.send(p1, roll("r0"))[0]
     assert fresh["seq"] == seqs[4] + 1, "an id older than the bound is a new roll"
     assert table.refold() == table.room.committed
+
+
+def test_recent_records_serve_welcomes_from_memory_within_the_history_window() -> None:
+    table = Table(limits=Limits(history=5))
+    p1 = table.join("player", name="Ana")
+    for i in range(8):
+        table.send(p1, roll(f"r{i}"))
+    assert len(table.stored) == 9
+    room = table.room
+    assert room.recent_between(9, 9) == [], "nothing to send after the latest seq"
+    assert room.recent_between(4, 9) == table.stored[4:9], "the last five are the stored records"
+    assert room.recent_between(6, 8) == table.stored[6:8], "a range that ends before the latest seq"
+    assert room.recent_between(3, 9) is None, "older than the window: the server reads the log"
+    assert room.recent_between(4, 10) is None, "not stored yet"
+
+
+def test_recent_records_wait_for_the_commit_and_survive_a_failed_append() -> None:
+    table = Table(limits=Limits(history=10), auto_commit=False)
+    p1 = table.join("player")
+    table.commit()
+    table.send(p1, roll("r1"))
+    assert table.room.recent_between(0, 1) == table.stored[:1]
+    assert table.room.recent_between(1, 2) is None, "an append in flight is not history yet"
+    table.fail_next()
+    table.send(p1, roll("r2"))
+    table.commit()
+    assert [r["seq"] for r in table.stored] == [1, 2]
+    assert table.room.recent_between(0, 2) == table.stored
+
+
+def test_a_loaded_room_remembers_only_records_that_end_at_its_state() -> None:
+    table = Table(limits=Limits(history=10))
+    p1 = table.join("player")
+    table.send(p1, roll("r1"))
+    restarted = Table(limits=Limits(history=10), stored=table.stored)
+    restarted.room.remember(table.stored[:1])  # stale: ends before the stored state
+    assert restarted.room.recent_between(0, 2) is None
+    restarted.room.remember(table.stored)
+    assert restarted.room.recent_between(0, 2) == table.stored
