@@ -107,6 +107,24 @@ async def test_events_committed_together_are_one_write_per_socket() -> None:
     assert sinks[0].writes[0] == sinks[1].writes[0]
 
 
+async def test_a_group_goes_out_at_once_unless_a_reply_is_queued_before_it() -> None:
+    idle, replied = Sub(), Sub()
+    subs = {idle: Session(member("p1", "player")), replied: Session(member("p2", "player"))}
+    sinks = {idle: Sink(), replied: Sink()}
+    for sub, sink in sinks.items():
+        sub.outbox.start(0, sink)
+    ack = {"t": "ack", "id": "r1", "seq": 1}
+    replied.outbox.put(protocol.framed(protocol.encode(ack)))
+    records = [rec(1), rec(2)]
+    broadcast(records, subs, fold(records), lambda s: None)
+    assert len(sinks[idle].writes) == 1, "nothing waited on this socket: the group was written at once"
+    assert sinks[replied].writes == [], "the queued ack goes first, in the flush"
+    await asyncio.sleep(0)
+    assert len(sinks[replied].writes) == 1, "the ack and the group leave in one write"
+    assert [f.get("seq") for f in sinks[replied].frames()] == [1, 1, 2]
+    assert sinks[replied].frames()[0]["t"] == "ack"
+
+
 async def test_hidden_rolls_split_the_group_by_audience() -> None:
     p1, p2, gm = Sub(), Sub(), Sub()
     subs = {
