@@ -1,6 +1,6 @@
 """Run the benchmark suite and write docs/benchmarks.md with its plots.
 
-    python -m bench                 # the whole suite (about 4–5 minutes on 2 cores)
+    python -m bench                 # the whole suite (under 5 minutes on 2 cores)
     python -m bench --quick         # smaller sizes, about a minute; writes bench/results/quick.json only
     python -m bench --only fanout,latency
     python -m bench --no-profile    # skip the py-spy and tracemalloc diagnostic runs
