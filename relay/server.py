@@ -605,9 +605,9 @@ def settle_gc() -> None:
     """Keep the cyclic collector off the hot path of a long-running server process.
 
     Everything alive once the server has started (modules, the rules tables, configuration) is frozen
-    out of later collections: a full collection walked all of it, pausing the event loop 26 to 49 ms,
-    one such pause being the worst latency of a whole benchmark run. The youngest generation is
-    collected less often. The server's process calls this; a library user's own process keeps its
+    out of later collections: a full collection walked all of it, pausing the event loop 26 to 49 ms
+    in the latency benchmark, whose p99 is about 30 ms. The youngest generation is collected less
+    often. The server's process calls this; a library user's own process keeps its
     settings.
     """
     gc.collect()
