@@ -176,11 +176,14 @@ async def test_a_socket_that_keeps_up_is_never_overflowed() -> None:
     records = [rec(i) for i in range(1, 11)]
     state = fold(records)
     dropped: list[Any] = []
+    # A reply waits in the queue, so every event queues behind it instead of going out at once.
+    sub.outbox.put(protocol.framed(protocol.encode({"t": "pong", "id": "p"})))
     for r in records:  # ten events in one loop iteration, limit three
         broadcast([r], subs, state, dropped.append)
+    assert len(sink.writes) >= 2, "a full queue was written out at once"
     await asyncio.sleep(0)
     assert dropped == []
-    assert [f["seq"] for f in sink.frames()] == list(range(1, 11))
+    assert [f.get("seq", f["t"]) for f in sink.frames()] == ["pong", *range(1, 11)]
 
 
 async def test_a_socket_that_stops_reading_is_overflowed_and_gets_a_gapless_prefix() -> None:
