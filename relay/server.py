@@ -428,7 +428,7 @@ class Relay:
         state = room.committed.wire()
         records = room.recent_between(after, upto)
         if records is None:
-            stored = await self.log.read(room.id, after, upto - after) if upto > after else []
+            stored = await self.log.read(room.id, after, upto - after)  # upto > after: [] came from memory
             records = [r for r in stored if r["seq"] <= upto]
         if len(records) != upto - after:
             logger.error("history_short", after=after, upto=upto, got=len(records))
