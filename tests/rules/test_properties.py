@@ -245,6 +245,15 @@ nexus_check = st.one_of(
     outcome_table(),
 )
 
+faces_groups = st.lists(
+    st.fixed_dictionaries(
+        {"number": st.integers(1, 5), "faces": st.sampled_from([2, 4, 6, 8, 10, 12, 20, 100])}
+    ),
+    min_size=1,
+    max_size=4,
+)
+faces_intent = intent("faces", {"dice": faces_groups}, formula=st.text(min_size=1, max_size=40))
+
 VALID: dict[str, st.SearchStrategy[Intent]] = {
     "drawsteel.power": drawsteel_power,
     "drawsteel.ability": drawsteel_ability(),
@@ -255,6 +264,7 @@ VALID: dict[str, st.SearchStrategy[Intent]] = {
     "honors_edge.damage": honors_damage,
     "nexus.test": st.one_of(nexus_test, nexus_magic),
     "nexus.check": nexus_check,
+    "faces": faces_intent,
 }
 SYSTEMS = sorted(VALID)
 
@@ -523,6 +533,13 @@ def nexus_check_promises(intent: Intent, result: dict[str, Any]) -> None:
         assert isinstance(entry["outcome"], str)
 
 
+def faces_promises(intent: Intent, result: dict[str, Any]) -> None:
+    asked = [g["faces"] for g in intent["dice"] for _ in range(g["number"])]
+    assert [d["faces"] for d in result["dice"]] == asked
+    assert all(1 <= d["value"] <= d["faces"] and d["kept"] for d in result["dice"])
+    assert result["total"] is None
+
+
 PROMISES = {
     "drawsteel.power": drawsteel_power_promises,
     "drawsteel.ability": drawsteel_ability_promises,
@@ -533,6 +550,7 @@ PROMISES = {
     "honors_edge.damage": honors_edge_promises,
     "nexus.test": nexus_test_promises,
     "nexus.check": nexus_check_promises,
+    "faces": faces_promises,
 }
 
 

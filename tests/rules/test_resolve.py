@@ -27,6 +27,8 @@ SPEC_SYSTEMS = {
     "nexus.check",
     "dice",
 }
+#: Systems tablerelay adds to the spec's (docs/rules.md says why).
+EXTENSIONS = {"faces"}
 
 #: One small valid intent per system (from the spec).
 MINIMAL: dict[str, dict[str, Any]] = {
@@ -44,6 +46,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "nexus.test": {"attribute_die": "d6", "skill_rank": 1},
     "nexus.check": {"kind": "durability", "die": "d8"},
     "dice": {"formula": "2d6 + 1"},
+    "faces": {"dice": [{"number": 2, "faces": 6}]},
 }
 
 #: A boolean where each system expects an integer (for ``dice``, where it expects a string), and the
@@ -62,6 +65,7 @@ BOOLEAN_FOR_INTEGER: dict[str, tuple[dict[str, Any], str]] = {
         "from",
     ),
     "dice": ({"formula": True}, "formula"),
+    "faces": ({"dice": [{"number": True, "faces": 6}]}, "number"),
 }
 
 
@@ -183,7 +187,7 @@ def test_a_script_that_runs_out_is_a_rules_error() -> None:
 
 def test_systems_lists_every_system_of_the_spec_with_a_description() -> None:
     listed = systems()
-    assert set(listed) == SPEC_SYSTEMS == set(MINIMAL) == set(BOOLEAN_FOR_INTEGER)
+    assert set(listed) == SPEC_SYSTEMS | EXTENSIONS == set(MINIMAL) == set(BOOLEAN_FOR_INTEGER)
     assert list(listed) == sorted(listed)
     for name, description in listed.items():
         assert isinstance(description, str)
