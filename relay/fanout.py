@@ -21,6 +21,8 @@ from relay.visibility import FULL, audience, render
 
 logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
+#: Event kinds that carry the renderings a hello asked for (a reveal as the roll it opens).
+RENDERED_KINDS = ("roll", "reveal")
 S = TypeVar("S", bound="Subscriber")
 
 
@@ -192,7 +194,8 @@ class Renderer:
 
     def key(self, session: Session) -> tuple[str, frozenset[str]]:
         form = audience(self.record, self.state, session.id, session.role)
-        wants = session.formats if form == FULL and self.record["kind"] == "roll" else NO_FORMATS
+        # A reveal is rendered too: it is the first time most of the room may see that roll.
+        wants = session.formats if form == FULL and self.record["kind"] in RENDERED_KINDS else NO_FORMATS
         return form, wants
 
     def frame(self, session: Session) -> dict[str, Any]:
@@ -263,7 +266,7 @@ def _broadcast_run(
     state: RoomState,
     overflowed: dict[S, None],
 ) -> None:
-    renderers = [(record["seq"], record["kind"] == "roll", Renderer(record, state)) for record in run]
+    renderers = [(record["seq"], record["kind"] in RENDERED_KINDS, Renderer(record, state)) for record in run]
     first, last = run[0]["seq"], run[-1]["seq"]
     by_formats: dict[frozenset[str], tuple[bytes, tuple[tuple[int, bytes], ...]]] = {}
     for sub, session in subscribers.items():
@@ -271,8 +274,8 @@ def _broadcast_run(
         entry = by_formats.get(formats)
         if entry is None:
             parts = tuple(
-                (seq, renderer.encoded_for((FULL, formats if is_roll else NO_FORMATS)))
-                for seq, is_roll, renderer in renderers
+                (seq, renderer.encoded_for((FULL, formats if rendered else NO_FORMATS)))
+                for seq, rendered, renderer in renderers
             )
             entry = by_formats[formats] = (b"".join(part for _, part in parts), parts)
         if not sub.outbox.put_run(first, last, entry[0], entry[1]):

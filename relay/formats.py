@@ -11,6 +11,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgpack
+
 from relay.logs import get_logger
 
 log = get_logger("relay.formats")
@@ -47,9 +49,21 @@ def _takes_label(fn: Callable[..., Any]) -> bool:
     return cached
 
 
+def revealed_roll(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The roll a record shows: itself, or for a reveal the roll its blob opens, now public."""
+    if record["kind"] != "reveal":
+        return record
+    body: dict[str, Any] = msgpack.unpackb(record["blob"], raw=False)
+    return {**body, "visibility": "public"}
+
+
 def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:
-    """``{"foundry": ..., "roll20": ...}`` for the requested formats that can be rendered."""
+    """``{"foundry": ..., "roll20": ...}`` for the requested formats that can be rendered.
+
+    A reveal is rendered as the roll it opens, shown to everyone: a VTT turns its sealed card into that roll.
+    """
     out: dict[str, Any] = {}
+    record = revealed_roll(record)
     result = record["result"]
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")

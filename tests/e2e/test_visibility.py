@@ -193,6 +193,13 @@ async def test_audiences_commitment_and_reveal(
     assert body["label"] == label, body
     assert body["result"] == full["result"], body
     assert body["intent"] == full["intent"], body
+    # A VTT that asked for renderings gets the opened roll rendered, now public, so its sealed card can
+    # become the roll; a socket that asked for none gets none.
+    revealed_roll = reveals["spec"]["foundry"]
+    assert revealed_roll["whisper"] == [], revealed_roll
+    assert json.loads(revealed_roll["rolls"][0])["total"] == full["result"]["total"], revealed_roll
+    assert reveals["spec"]["roll20"]["rollresult"]["total"] == full["result"]["total"]
+    assert "foundry" not in reveals["gm"], reveals["gm"]
 
     # The secrets, as the exact bytes the server encoded for the audience.
     audience_raw = audience[0].raw[frame_index(audience[0], full)]
