@@ -1,0 +1,3 @@
+// The thin JS client (clients/js). In the module's zip this file is rewritten to import the client copied
+// beside it (lib/tablerelay.mjs), since a Foundry module cannot resolve the repository's layout.
+export { TableRelay, TableRelayError, verifyCommitment } from "../../js/tablerelay.js";

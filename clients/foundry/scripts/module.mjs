@@ -1,0 +1,645 @@
+// The module at run time: settings, the relay connection, dice fulfillment, chat commands, relay events
+// posted as ChatMessages, the Fear and Hope panel and the API.
+//
+// Everything Foundry is reached through `env` (in Foundry, globalThis), so the Node tests can run several
+// Foundry clients side by side in one process, each with its own harness of the globals.
+
+import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
+import { TableRelay, TableRelayError } from "./client.mjs";
+import { CommandError, parseCommand } from "./commands.mjs";
+import { FacesBroker, METHOD } from "./fulfillment.mjs";
+import { FLAG_SCOPE, revealUpdate, rollMessages } from "./messages.mjs";
+import { connectionFormHTML, markHTML, panelHTML } from "./ui.mjs";
+
+export const MODULE_ID = "tablerelay";
+/** How long a faces request may take before the roll falls back or is refused. */
+export const FACES_TIMEOUT_MS = 8000;
+
+/**
+ * The relay's WebSocket address from what a GM typed: `relay.example.org`, `https://relay.example.org` and
+ * `wss://relay.example.org/ws` all name the same socket.
+ * @param {string} text
+ * @returns {string} the ws(s) URL, or "" when there is nothing usable
+ */
+export function relayAddress(text) {
+  let value = String(text ?? "").trim();
+  if (!value) return "";
+  if (!/^[a-z]+:\/\//i.test(value)) value = `wss://${value}`;
+  let url;
+  try {
+    url = new URL(value);
+  } catch {
+    return "";
+  }
+  if (url.protocol === "http:") url.protocol = "ws:";
+  else if (url.protocol === "https:") url.protocol = "wss:";
+  if (url.protocol !== "ws:" && url.protocol !== "wss:") return "";
+  if (url.pathname === "/" || url.pathname === "") url.pathname = "/ws";
+  url.hash = "";
+  return url.toString();
+}
+
+/** A short, non-secret key of a token: a stored session or resume cursor belongs to one token. */
+function tokenKey(/** @type {string} */ token) {
+  return token.slice(-12);
+}
+
+/** A promise that rejects after `ms` unless `promise` settles first. */
+function withTimeout(/** @type {Promise<any>} */ promise, /** @type {number} */ ms, /** @type {string} */ what) {
+  /** @type {any} */
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the relay within ${ms / 1000} s (${what})`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export class TableRelayModule {
+  /** @param {any} env  Foundry's globals: game, Hooks, CONFIG, ChatMessage, ui, foundry (and Roll, WebSocket) */
+  constructor(env) {
+    this.env = env;
+    /** @type {TableRelay|null} */
+    this.client = null;
+    this.status = "idle";
+    /** events this client has posted (room:epoch:seq), so one event is never posted twice while a create is in flight */
+    this.posted = new Set();
+    this.previousMethod = "";
+    this.outage = false;
+    /** @type {{ fear?: number, hope?: number }} the room's caps, from the welcome */
+    this.limits = {};
+    /** relay events are posted one after another, in seq order */
+    this.posting = Promise.resolve();
+    this.broker = new FacesBroker({
+      request: (request) => this.#requestFaces(request),
+      connected: () => this.connected,
+      policy: () => this.setting("unreachable") === "refuse" ? "refuse" : "fallback",
+      onUnavailable: (reason) => this.#tellOutage(reason),
+    });
+    const module = this;
+    /** The API for macros and other modules: game.modules.get("tablerelay").api */
+    this.api = Object.freeze({
+      /**
+       * Roll an intent through the relay; resolves with the stored event (its `result` is the resolved roll).
+       * @param {Record<string, unknown>} intent
+       * @param {{ visibility?: "public"|"gm"|"blind"|"self", label?: string }} [options]
+       */
+      roll: (intent, options = {}) => module.roll(intent, options),
+      reveal: (/** @type {number} */ seq) => module.#need().reveal(seq),
+      resource: (/** @type {"fear"|"hope"} */ name, /** @type {"gain"|"spend"|"set"} */ op, /** @type {number} */ n, options = {}) =>
+        module.#need().resource(name, op, n, options),
+      get connected() {
+        return module.connected;
+      },
+      get status() {
+        return module.status;
+      },
+      get state() {
+        return module.client?.state ?? null;
+      },
+      get client() {
+        return module.client;
+      },
+    });
+  }
+
+  get connected() {
+    return this.client?.status === "open";
+  }
+
+  get game() {
+    return this.env.game;
+  }
+
+  /** @param {string} key */
+  setting(key) {
+    return this.game.settings.get(MODULE_ID, key);
+  }
+
+  // ---- start-up ---------------------------------------------------------------------------------------
+
+  init() {
+    this.#registerSettings();
+    const fulfillment = this.env.CONFIG.Dice.fulfillment;
+    fulfillment.methods[METHOD] = {
+      label: "tablerelay (the relay's secure dice)",
+      icon: '<i class="fa-solid fa-tower-broadcast"></i>',
+      interactive: false,
+      handler: (/** @type {any} */ term) => this.broker.face(term),
+    };
+    this.previousMethod = fulfillment.defaultMethod;
+    this.#wrapEvaluate();
+    const { Hooks } = this.env;
+    Hooks.on("chatMessage", (/** @type {unknown} */ _log, /** @type {string} */ text) => this.#chatCommand(text));
+    Hooks.on("preCreateChatMessage", (/** @type {any} */ message) => this.#markOwnRoll(message));
+    const v13 = Number(this.game.release?.generation ?? 13) >= 13;
+    // v13 hands the hook an HTMLElement, v12 a jQuery object.
+    Hooks.on(v13 ? "renderChatMessageHTML" : "renderChatMessage", (/** @type {any} */ message, /** @type {any} */ html) =>
+      this.#decorate(message, html?.jquery ? html[0] : html),
+    );
+    Hooks.on("updateSetting", (/** @type {any} */ setting) => this.#guardFear(setting));
+    Hooks.on("userConnected", () => this.renderPanel());
+    const entry = this.game.modules.get(MODULE_ID);
+    if (entry) entry.api = this.api;
+  }
+
+  ready() {
+    this.renderPanel();
+    this.connect();
+  }
+
+  #registerSettings() {
+    const { settings } = this.game;
+    const reconnect = () => this.connect();
+    settings.register(MODULE_ID, "relayUrl", {
+      name: "Relay address",
+      hint: "The tablerelay server's address, e.g. wss://relay.example.org/ws. The same for the whole world.",
+      scope: "world",
+      config: true,
+      type: String,
+      default: "",
+      onChange: reconnect,
+    });
+    settings.register(MODULE_ID, "rolls", {
+      name: "Rolls through the relay",
+      hint: "All rolls: every die Foundry rolls comes from the relay. Commands only: just /tr, /trgm, /trb and /trs.",
+      scope: "world",
+      config: true,
+      type: String,
+      choices: { all: "All rolls", commands: "Only /tr commands" },
+      default: "all",
+      onChange: () => this.applyDefaultMethod(),
+    });
+    settings.register(MODULE_ID, "unreachable", {
+      name: "When the relay is unreachable",
+      hint: "Fall back to Foundry's dice (each such roll is marked 'not via relay'), or refuse to roll.",
+      scope: "world",
+      config: true,
+      type: String,
+      choices: { fallback: "Use Foundry's dice, marked", refuse: "Refuse the roll" },
+      default: "fallback",
+    });
+    settings.register(MODULE_ID, "showVerified", {
+      name: "Show relay marks",
+      hint: "Mark each chat message whose dice the relay rolled (and each revealed roll checked against its seal).",
+      scope: "world",
+      config: true,
+      type: Boolean,
+      default: true,
+    });
+    // Tokens are secrets: stored in this browser only (client scope), never in world data every client gets.
+    settings.register(MODULE_ID, "token", { scope: "client", config: false, type: String, default: "", onChange: reconnect });
+    // The session token and the last event seen, so a reload rejoins as the same participant and resumes.
+    settings.register(MODULE_ID, "cursor", { scope: "client", config: false, type: Object, default: {} });
+    const module = this;
+    const ApplicationV2 = this.env.foundry?.applications?.api?.ApplicationV2;
+    if (ApplicationV2) {
+      class ConnectionForm extends ApplicationV2 {
+        static DEFAULT_OPTIONS = {
+          id: "tablerelay-connection",
+          tag: "form",
+          window: { title: "tablerelay: connection", icon: "fa-solid fa-tower-broadcast" },
+          position: { width: 520 },
+          form: {
+            closeOnSubmit: true,
+            handler: (/** @type {SubmitEvent} */ event, /** @type {unknown} */ _form, /** @type {any} */ data) =>
+              module.saveConnection(data.object, /** @type {any} */ (event.submitter)?.name === "forget"),
+          },
+        };
+
+        async _renderHTML() {
+          return connectionFormHTML(module.connectionValues());
+        }
+
+        /** @param {string} result @param {HTMLElement} content */
+        _replaceHTML(result, content) {
+          content.innerHTML = result;
+        }
+      }
+      settings.registerMenu(MODULE_ID, "connection", {
+        name: "Connection",
+        label: "Relay address and token",
+        hint: "Connect this browser to the table's relay.",
+        icon: "fa-solid fa-tower-broadcast",
+        type: ConnectionForm,
+        restricted: false,
+      });
+    }
+  }
+
+  /** What the connection form shows (never the token itself). */
+  connectionValues() {
+    return {
+      relayUrl: this.setting("relayUrl"),
+      hasToken: Boolean(this.setting("token")),
+      isGM: Boolean(this.game.user.isGM),
+      status: this.status,
+      participant: this.client?.you?.id ?? null,
+    };
+  }
+
+  /**
+   * The connection form's submit: the GM may change the address; anyone may paste or forget a token.
+   * @param {{ relayUrl?: string, token?: string }} values
+   * @param {boolean} forget
+   */
+  async saveConnection(values, forget = false) {
+    const { settings } = this.game;
+    if (this.game.user.isGM && typeof values.relayUrl === "string" && values.relayUrl !== this.setting("relayUrl")) {
+      if (values.relayUrl && !relayAddress(values.relayUrl)) {
+        this.env.ui.notifications.error("tablerelay: that is not a relay address (e.g. wss://relay.example.org/ws).");
+        return;
+      }
+      await settings.set(MODULE_ID, "relayUrl", values.relayUrl.trim());
+    }
+    const token = (values.token ?? "").trim();
+    if (forget) await settings.set(MODULE_ID, "token", "");
+    else if (token) await settings.set(MODULE_ID, "token", token);
+    this.connect();
+  }
+
+  // ---- the connection ---------------------------------------------------------------------------------
+
+  connect() {
+    if (this.client) {
+      this.client.close();
+      this.client = null;
+    }
+    const url = relayAddress(this.setting("relayUrl"));
+    const token = this.setting("token");
+    if (!url || !token) {
+      this.#setStatus("idle");
+      this.applyDefaultMethod();
+      return;
+    }
+    const cursor = this.setting("cursor") ?? {};
+    const mine = cursor.key === tokenKey(token);
+    const client = new TableRelay(url, token, {
+      formats: ["foundry"],
+      name: this.game.user.name,
+      session: mine && cursor.session ? cursor.session : undefined,
+      WebSocket: this.env.WebSocket ?? globalThis.WebSocket,
+    });
+    if (mine && typeof cursor.epoch === "string") {
+      // Resume where this browser left off: the events missed while it was away arrive as news.
+      client.epoch = cursor.epoch;
+      client.seq = Number(cursor.seq) || 0;
+    }
+    this.client = client;
+    client.on("status", (/** @type {string} */ status) => {
+      if (this.client !== client) return;
+      this.#setStatus(status);
+    });
+    client.on("welcome", (/** @type {any} */ frame) => {
+      if (this.client !== client) return;
+      this.limits = frame.limits ?? {};
+      void this.#welcomed(client);
+    });
+    client.on("event", (/** @type {any} */ event, /** @type {any} */ info) => {
+      if (this.client !== client) return;
+      this.#saveCursor(client);
+      this.env.Hooks.callAll("tablerelay.event", event, info);
+      this.posting = this.posting
+        .then(() => this.#onEvent(client, event, info))
+        .catch((/** @type {Error} */ err) => this.env.ui.notifications.error(`tablerelay: could not post event ${event.seq}: ${err.message}`));
+    });
+    client.on("state", () => {
+      if (this.client !== client) return;
+      this.renderPanel();
+      this.#mirrorFear(client.state.fear);
+    });
+    client.connect().catch((/** @type {Error} */ err) => {
+      if (this.client !== client) return;
+      this.env.ui.notifications.error(`tablerelay: the relay refused this token (${err.message}). Paste a new one under Settings → tablerelay.`);
+    });
+    this.applyDefaultMethod();
+  }
+
+  /** Foundry's dice default to the relay while rolls go through it (a user's per-die choice still wins). */
+  applyDefaultMethod() {
+    const fulfillment = this.env.CONFIG.Dice.fulfillment;
+    if (this.rollsThroughRelay()) fulfillment.defaultMethod = METHOD;
+    else if (fulfillment.defaultMethod === METHOD) fulfillment.defaultMethod = this.previousMethod;
+  }
+
+  /** Every roll goes through the relay: the world says so and this browser is set up for it. */
+  rollsThroughRelay() {
+    return this.setting("rolls") === "all" && Boolean(relayAddress(this.setting("relayUrl"))) && Boolean(this.setting("token"));
+  }
+
+  #setStatus(/** @type {string} */ status) {
+    const was = this.status;
+    this.status = status;
+    if (status === "open" && this.outage) {
+      this.outage = false;
+      this.env.ui.notifications.info("tablerelay: connected to the relay again; rolls come from the relay.");
+    } else if (status === "reconnecting" && was === "open") {
+      this.env.ui.notifications.warn("tablerelay: lost the relay; reconnecting…");
+    }
+    this.renderPanel();
+  }
+
+  async #welcomed(/** @type {TableRelay} */ client) {
+    if (this.client !== client || !client.you) return;
+    this.#saveCursor(client);
+    const user = this.game.user;
+    if (user.getFlag(MODULE_ID, "participant") !== client.you.id) {
+      // Other clients find this user's relay rolls (and who posts them) by this flag.
+      await user.setFlag(MODULE_ID, "participant", client.you.id);
+    }
+    this.renderPanel();
+    this.#mirrorFear(client.state.fear);
+  }
+
+  #saveCursor(/** @type {TableRelay} */ client) {
+    const token = this.setting("token");
+    if (!token || !client.epoch) return;
+    const cursor = { key: tokenKey(token), session: client.session, epoch: client.epoch, seq: client.seq };
+    void this.game.settings.set(MODULE_ID, "cursor", cursor);
+  }
+
+  #need() {
+    if (!this.client || !this.connected) {
+      throw new TableRelayError("disconnected", "tablerelay is not connected to the relay.");
+    }
+    return this.client;
+  }
+
+  /**
+   * @param {Record<string, unknown>} intent
+   * @param {{ visibility?: "public"|"gm"|"blind"|"self", label?: string }} options
+   */
+  async roll(intent, { visibility = "public", label } = {}) {
+    return this.#need().roll(intent, { visibility, label });
+  }
+
+  // ---- dice fulfillment -------------------------------------------------------------------------------
+
+  /** Wrap Roll#evaluate so every face a roll is known to need is asked for in one request. */
+  #wrapEvaluate() {
+    const Roll = this.env.foundry?.dice?.Roll ?? this.env.Roll;
+    const original = Roll.prototype.evaluate;
+    const module = this;
+    Roll.prototype.evaluate = function evaluateThroughRelay(/** @type {any} */ options = {}) {
+      if (!module.rollsThroughRelay() || options.minimize || options.maximize) return original.call(this, options);
+      return module.#evaluate(this, options, original);
+    };
+  }
+
+  /**
+   * @param {any} roll
+   * @param {any} options
+   * @param {(options: any) => Promise<any>} original
+   */
+  async #evaluate(roll, options, original) {
+    if (roll.options?.tablerelay) return original.call(roll, options); // evaluated through us already (a nested call)
+    const config = this.game.settings.get("core", "diceConfiguration") ?? {};
+    const fallback = this.env.CONFIG.Dice.fulfillment.defaultMethod;
+    const terms = (roll.dice ?? []).filter((/** @type {any} */ t) => (config[t.denomination] || fallback) === METHOD);
+    const mode = roll.options?.rollMode ?? this.game.settings.get("core", "rollMode");
+    let visibility = visibilityOf(mode);
+    // Foundry evaluates a blind roll in the roller's own browser, so the roller's client must see its faces.
+    if (visibility === "blind") visibility = "gm";
+    const about = { formula: String(roll.formula ?? "").slice(0, 200), visibility };
+    const context = await this.broker.prefetch(terms, about);
+    roll.options = { ...(roll.options ?? {}), tablerelay: context };
+    return original.call(roll, options);
+  }
+
+  /** @param {import("./fulfillment.mjs").Request} request */
+  async #requestFaces({ dice, about }) {
+    const client = this.#need();
+    /** @type {Record<string, unknown>} */
+    const intent = { system: "faces", dice };
+    if (about.formula) intent.formula = about.formula;
+    const event = await withTimeout(client.roll(intent, { visibility: about.visibility, label: about.label }), FACES_TIMEOUT_MS, "faces");
+    if (event.sealed || !event.result) throw new Error("the relay sent the faces sealed");
+    return {
+      seq: event.seq,
+      epoch: event.epoch,
+      room: client.room?.id,
+      values: event.result.dice.map((/** @type {{ value: number }} */ d) => d.value),
+    };
+  }
+
+  #tellOutage(/** @type {string} */ reason) {
+    const refuse = this.setting("unreachable") === "refuse";
+    const text = refuse
+      ? `tablerelay: ${reason}; the roll was refused (the world refuses rolls while the relay is unreachable).`
+      : `tablerelay: ${reason}; rolling with Foundry's dice, marked "not via relay".`;
+    if (refuse) this.env.ui.notifications.error(text);
+    else if (!this.outage) this.env.ui.notifications.warn(text);
+    this.outage = true;
+  }
+
+  /** preCreateChatMessage: a roll evaluated here carries where its faces came from, for every client to see. */
+  #markOwnRoll(/** @type {any} */ message) {
+    if (message.flags?.[FLAG_SCOPE]) return;
+    const rolls = message.rolls ?? [];
+    if (!rolls.length || !this.rollsThroughRelay()) return;
+    const contexts = rolls.map((/** @type {any} */ r) => r.options?.tablerelay);
+    const via = contexts.every((/** @type {any} */ c) => c?.via === true);
+    /** @type {Record<string, unknown>} */
+    const flags = { via, seqs: contexts.flatMap((/** @type {any} */ c) => c?.seqs ?? []) };
+    const known = contexts.find((/** @type {any} */ c) => c?.room);
+    if (known) Object.assign(flags, { room: known.room, epoch: known.epoch });
+    if (!via) flags.reason = contexts.find((/** @type {any} */ c) => c?.reason)?.reason ?? "rolled without the relay";
+    message.updateSource({ flags: { [FLAG_SCOPE]: flags } });
+  }
+
+  /** renderChatMessage(HTML): the mark that says where a message's dice came from. */
+  #decorate(/** @type {any} */ message, /** @type {HTMLElement|undefined} */ element) {
+    if (!element) return;
+    const flags = message.flags?.[FLAG_SCOPE];
+    const hasRolls = (message.rolls?.length ?? 0) > 0;
+    if (!flags && !(hasRolls && this.setting("rolls") === "all")) return;
+    if (flags?.sealed) return; // the sealed card says it all
+    const html = markHTML(flags, { showVerified: Boolean(this.setting("showVerified")) });
+    if (!html) return;
+    const target = element.querySelector(".message-content") ?? element;
+    target.insertAdjacentHTML("beforeend", html);
+  }
+
+  // ---- chat commands ----------------------------------------------------------------------------------
+
+  /** chatMessage: `/tr …` goes to the relay; returning false keeps Foundry from handling the line. */
+  #chatCommand(/** @type {string} */ text) {
+    let parsed;
+    try {
+      parsed = parseCommand(text);
+    } catch (err) {
+      if (err instanceof CommandError) {
+        this.env.ui.notifications.error(`tablerelay: ${err.message}`);
+        return false;
+      }
+      throw err;
+    }
+    if (!parsed) return true;
+    this.roll(parsed.intent, { visibility: parsed.visibility, label: parsed.label }).catch((/** @type {Error} */ err) =>
+      this.env.ui.notifications.error(`tablerelay: ${err.message}`),
+    );
+    return false;
+  }
+
+  // ---- relay events into Foundry's chat ---------------------------------------------------------------
+
+  /** Foundry's users as the poster and audience rules see them. */
+  users() {
+    return this.game.users.contents.map((/** @type {any} */ u) => ({
+      id: u.id,
+      isGM: Boolean(u.isGM),
+      active: Boolean(u.active),
+      participant: u.getFlag(MODULE_ID, "participant") ?? null,
+    }));
+  }
+
+  /**
+   * Messages already posted for a relay event of this room (a roll's, or the one its reveal turned).
+   * @param {string} room @param {string} epoch @param {number} seq
+   */
+  messagesFor(room, epoch, seq) {
+    return this.game.messages.contents.filter((/** @type {any} */ m) => {
+      const f = m.flags?.[FLAG_SCOPE];
+      return f && f.room === room && f.epoch === epoch && (f.seq === seq || f.revealed === seq);
+    });
+  }
+
+  /** The highest relay seq this world's chat holds for the room, or 0. */
+  #highestPosted(/** @type {string} */ room, /** @type {string} */ epoch) {
+    let highest = 0;
+    for (const m of this.game.messages.contents) {
+      const f = m.flags?.[FLAG_SCOPE];
+      if (f && f.room === room && f.epoch === epoch) highest = Math.max(highest, f.seq ?? 0, f.revealed ?? 0);
+    }
+    return highest;
+  }
+
+  /** Wait until every relay event received so far is posted (or skipped). */
+  settled() {
+    return this.posting;
+  }
+
+  async #onEvent(/** @type {TableRelay} */ client, /** @type {any} */ event, /** @type {{ replay: boolean }} */ info) {
+    if (!isPosted(event)) return;
+    const room = client.room?.id;
+    if (!room) return;
+    // A fresh welcome's history is the past: post from it only what this world missed after its last post.
+    if (info.replay) {
+      const highest = this.#highestPosted(room, event.epoch);
+      if (highest === 0 || event.seq <= highest) return;
+    }
+    if (posterFor(event, this.users()) !== this.game.user.id) return;
+    const key = `${room}:${event.epoch}:${event.seq}`;
+    if (this.posted.has(key) || this.messagesFor(room, event.epoch, event.seq).length) return;
+    this.posted.add(key);
+    if (event.kind === "roll") await this.#postRoll(room, event);
+    else await this.#postReveal(room, event);
+  }
+
+  /** A Foundry Roll from the relay's rendering, or null when the event carries none. */
+  #rollOf(/** @type {any} */ event) {
+    const data = event.foundry?.rolls?.[0];
+    if (!data) return null;
+    const Roll = this.env.foundry?.dice?.Roll ?? this.env.Roll;
+    return Roll.fromData(typeof data === "string" ? JSON.parse(data) : data);
+  }
+
+  async #postRoll(/** @type {string} */ room, /** @type {any} */ event) {
+    const users = this.users();
+    const roll = event.sealed ? null : this.#rollOf(event);
+    for (const data of rollMessages(event, { room, users, roll })) {
+      await this.env.ChatMessage.create(data);
+    }
+  }
+
+  async #postReveal(/** @type {string} */ room, /** @type {any} */ reveal) {
+    const roll = this.#rollOf(reveal);
+    if (!roll) return;
+    const posted = this.messagesFor(room, reveal.epoch, reveal.of);
+    const mine = posted.filter((/** @type {any} */ m) => m.isOwner);
+    const target = mine.find((/** @type {any} */ m) => m.flags[FLAG_SCOPE].sealed) ?? mine[0];
+    if (target) {
+      await target.update(revealUpdate(reveal, { room, roll, original: target.flags[FLAG_SCOPE] }));
+      // One message per roll once it is public: the audience's whispered copy (or a second card) goes.
+      for (const m of mine) if (m !== target) await m.delete();
+      return;
+    }
+    const original = { room, epoch: reveal.epoch, seq: reveal.of, kind: "roll" };
+    await this.env.ChatMessage.create({
+      speaker: { alias: reveal.roll?.actor?.name ?? reveal.actor?.name ?? "tablerelay" },
+      ...revealUpdate(reveal, { room, roll, original }),
+    });
+  }
+
+  // ---- Fear and Hope ----------------------------------------------------------------------------------
+
+  /** The first active GM mirrors the relay into Foundry, so one client writes and the others read. */
+  #leadGM() {
+    const gms = this.users().filter((u) => u.active && u.isGM).map((u) => u.id).sort();
+    return gms[0] === this.game.user.id;
+  }
+
+  /** The Daggerheart system's Fear setting, when that system is active. */
+  #fearSetting() {
+    if (this.game.system?.id !== "daggerheart") return null;
+    return String(this.env.CONFIG.DH?.SETTINGS?.gameSettings?.Resources?.Fear ?? "ResourcesFear");
+  }
+
+  #mirrorFear(/** @type {number} */ fear) {
+    const key = this.#fearSetting();
+    if (!key || !this.#leadGM() || !this.connected) return;
+    let current;
+    try {
+      current = this.game.settings.get("daggerheart", key);
+    } catch {
+      return; // the system's version has no such setting: nothing to mirror into
+    }
+    if (current !== fear) void this.game.settings.set("daggerheart", key, fear);
+  }
+
+  /** The system's Fear is read-only from Foundry's side: a change made there is put back to the relay's. */
+  #guardFear(/** @type {any} */ setting) {
+    const key = this.#fearSetting();
+    if (!key || setting?.key !== `daggerheart.${key}` || !this.client || !this.connected) return;
+    const fear = this.client.state.fear;
+    if (Number(setting.value) === fear || !this.#leadGM()) return;
+    this.env.ui.notifications.warn("tablerelay: Fear is kept by the relay; use the tablerelay panel to gain or spend it.");
+    void this.game.settings.set("daggerheart", key, fear);
+  }
+
+  renderPanel() {
+    const document = this.env.document;
+    if (!document?.body) return;
+    let host = document.getElementById("tablerelay-panel");
+    if (!host) {
+      host = document.createElement("div");
+      host.id = "tablerelay-panel";
+      host.addEventListener("click", (/** @type {MouseEvent} */ e) => this.#panelClick(e));
+      document.body.appendChild(host);
+    }
+    const state = this.client?.state ?? { fear: 0, hope: {}, members: [] };
+    /** @type {Record<string, string>} */
+    const names = {};
+    for (const u of this.game.users.contents) {
+      const participant = u.getFlag(MODULE_ID, "participant");
+      if (participant) names[participant] = u.name;
+    }
+    host.innerHTML = panelHTML(state, {
+      isGM: Boolean(this.game.user.isGM),
+      status: this.status,
+      limits: this.limits,
+      names,
+    });
+  }
+
+  #panelClick(/** @type {MouseEvent} */ e) {
+    const button = /** @type {HTMLElement|null} */ (e.target)?.closest?.("button[data-action]");
+    if (!button) return;
+    const [name, op] = String(button.dataset.action).split("-");
+    const participant = button.dataset.participant;
+    const options = name === "hope" && participant ? { participant } : {};
+    this.api
+      .resource(/** @type {"fear"|"hope"} */ (name), /** @type {"gain"|"spend"} */ (op), 1, options)
+      .catch((/** @type {Error} */ err) => this.env.ui.notifications.error(`tablerelay: ${err.message}`));
+  }
+}
+

@@ -1,0 +1,302 @@
+// The Foundry module against a REAL relay process, in the harness of Foundry's globals (harness.mjs).
+// Run by tests/test_foundry_module.py, which starts the relay and passes its address in the environment.
+
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { closeAll, connect, createRoom, next, server, sleep, until } from "../../js/test/helpers.mjs";
+import { TableRelayModule } from "../scripts/module.mjs";
+import { RelayUnavailable } from "../scripts/fulfillment.mjs";
+import { World } from "./harness.mjs";
+
+const modules = [];
+after(() => {
+  for (const m of modules) m.client?.close();
+  closeAll();
+});
+
+/** A started module on a harness client: init, the world's settings, then ready (which connects). */
+async function foundry(world, userId, { token, storage, rolls = "all", unreachable = "fallback", url = server.url, wait = true } = {}) {
+  const client = world.client(userId, { storage });
+  const module = new TableRelayModule(client);
+  modules.push(module);
+  client.module = module;
+  module.init();
+  const gm = world.users.find((u) => u.isGM);
+  if (!world.configured) {
+    // The GM sets the world's settings once, through the settings API the harness checks.
+    const gmClient = client.game.user.isGM ? client : null;
+    if (gmClient) {
+      await client.game.settings.set("tablerelay", "relayUrl", url);
+      await client.game.settings.set("tablerelay", "rolls", rolls);
+      await client.game.settings.set("tablerelay", "unreachable", unreachable);
+      world.configured = true;
+    } else {
+      world.worldSettings.set("tablerelay.relayUrl", url);
+      world.worldSettings.set("tablerelay.rolls", rolls);
+      world.worldSettings.set("tablerelay.unreachable", unreachable);
+    }
+  }
+  if (token && !client.storage.has("tablerelay.token")) client.storage.set("tablerelay.token", token);
+  module.ready();
+  if (wait && token) await until(() => module.connected && module.client.you, 8000, `${userId} connected`);
+  if (wait && token) await until(() => client.game.user.getFlag("tablerelay", "participant") === module.client.you.id, 4000, "participant flag");
+  void gm;
+  return client;
+}
+
+function table({ system } = {}) {
+  return new World(
+    [
+      { id: "GMuser0000000001", name: "Gamemaster", isGM: true },
+      { id: "Player0000000001", name: "Aria" },
+      { id: "Player0000000002", name: "Brom" },
+    ],
+    { system },
+  );
+}
+
+const byFlag = (world, seq) => world.messages.filter((m) => m.flags.tablerelay?.seq === seq || m.flags.tablerelay?.revealed === seq);
+
+describe("dice fulfillment", () => {
+  test("a Foundry roll takes every face from the relay in one round trip, and the table sees the same faces", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const watcher = await connect(room.spectator);
+    assert.equal(gm.CONFIG.Dice.fulfillment.defaultMethod, "tablerelay", "the relay is Foundry's default dice while connected");
+    assert.equal(typeof gm.CONFIG.Dice.fulfillment.methods.tablerelay.handler, "function");
+
+    const seen = next(watcher, "roll");
+    const roll = gm.newRoll("2d20kh + 1d6 + 3");
+    await gm.as(() => roll.evaluate());
+    const context = roll.options.tablerelay;
+    assert.equal(context.via, true);
+    assert.equal(context.roundTrips, 1, "one request for every die the roll asks for");
+    assert.equal(context.seqs.length, 1);
+    const event = await seen;
+    assert.equal(event.seq, context.seqs[0]);
+    assert.equal(event.intent.system, "faces");
+    assert.deepEqual(event.intent.dice, [{ number: 2, faces: 20 }, { number: 1, faces: 6 }]);
+    const faces = roll.dice.flatMap((d) => d.results.map((r) => r.result));
+    assert.deepEqual(faces, event.result.dice.map((d) => d.value), "Foundry shows the relay's faces, in order");
+    const [d20] = roll.dice;
+    assert.equal(roll.total, Math.max(...d20.results.map((r) => r.result)) + roll.dice[1].total + 3);
+  });
+
+  test("dice added by a modifier cost one more round trip each", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    // Eight d2 that explode on 2: about eight more dice, each asked for when Foundry reaches it.
+    const roll = gm.newRoll("8d2x");
+    await gm.as(() => roll.evaluate());
+    const [die] = roll.dice;
+    const added = die.results.length - 8;
+    assert.ok(added >= 1, "eight d2 that all rolled 1 is a 1-in-256 event; run again");
+    assert.equal(roll.options.tablerelay.roundTrips, 1 + added);
+    assert.equal(roll.options.tablerelay.seqs.length, 1 + added);
+    assert.equal(roll.options.tablerelay.via, true);
+  });
+
+  test("the roll mode seals the faces for everyone outside the roll's audience", async () => {
+    const room = createRoom();
+    const world = table();
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    const brom = await connect(room.player);
+    const broms = [];
+    brom.on("roll", (e) => broms.push(e));
+    aria.rollMode = "gmroll";
+    const roll = aria.newRoll("3d6");
+    await aria.as(() => roll.evaluate());
+    await until(() => broms.length === 1, 4000, "Brom's copy of the faces event");
+    assert.equal(broms[0].sealed, true, "another player gets the faces sealed");
+    assert.equal(broms[0].result, undefined);
+    assert.equal(broms[0].visibility, "gm");
+  });
+
+  test("an unreachable relay falls back to Foundry's dice, says so, and marks the message", async () => {
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: "not-a-token-that-matters", url: "ws://127.0.0.1:9/ws", wait: false });
+    const roll = gm.newRoll("1d20 + 2");
+    await gm.as(() => roll.evaluate());
+    assert.equal(roll.options.tablerelay.via, false);
+    assert.match(roll.options.tablerelay.reason, /not connected/);
+    assert.ok(gm.notifications.some(([level, text]) => level === "warn" && /not via relay/.test(text)), JSON.stringify(gm.notifications));
+    const message = await gm.as(() => gm.ChatMessage.create({ content: "", rolls: [JSON.stringify(roll.toJSON())] }));
+    assert.equal(message.flags.tablerelay.via, false, "the message says its dice are not the relay's");
+    assert.match(gm.rendered(message), /not via relay/);
+  });
+
+  test("an unreachable relay refuses the roll when the world says so", async () => {
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: "x", url: "ws://127.0.0.1:9/ws", unreachable: "refuse", wait: false });
+    const roll = gm.newRoll("1d20");
+    await assert.rejects(gm.as(() => roll.evaluate()), RelayUnavailable);
+    assert.ok(gm.notifications.some(([level]) => level === "error"));
+  });
+});
+
+describe("relay events become chat messages", () => {
+  test("a roll from another client is posted exactly once, by the first active GM, with the relay's numbers", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    const outsider = await connect(room.player); // the CLI, the /table page, another app: not a Foundry user
+    const event = await outsider.roll({ system: "drawsteel.power", characteristic: 2, edges: 1 }, { label: "Knockback" });
+    await until(() => byFlag(world, event.seq).length === 1, 4000, "the message");
+    await gm.module.settled();
+    await aria.module.settled();
+    await sleep(100);
+    const posted = byFlag(world, event.seq);
+    assert.equal(posted.length, 1, "exactly one message per event");
+    const [message] = posted;
+    assert.equal(message.author, "GMuser0000000001");
+    assert.deepEqual(message.whisper, []);
+    assert.equal(message.rolls[0].total, event.result.total, "the message's roll is the relay's");
+    assert.match(message.flavor, /Knockback/);
+    assert.match(gm.rendered(message), /relay #/);
+  });
+
+  test("a Foundry player's own /tr roll is posted by that player's client", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    const hooked = [];
+    gm.Hooks.on("tablerelay.event", (event) => hooked.push(event.seq));
+    assert.equal(aria.chat("/tr 4d6kh3 # Strength"), false, "Foundry must not handle /tr itself");
+    await until(() => world.messages.some((m) => m.flags.tablerelay?.kind === "roll"), 4000, "the /tr message");
+    await aria.module.settled();
+    await gm.module.settled();
+    const [message] = world.messages.filter((m) => m.flags.tablerelay?.kind === "roll");
+    assert.equal(message.author, "Player0000000001");
+    assert.equal(world.messages.filter((m) => m.flags.tablerelay?.kind === "roll").length, 1);
+    assert.match(message.flavor, /Strength/);
+    assert.ok(hooked.includes(message.flags.tablerelay.seq), "the tablerelay.event hook fired for it");
+    assert.equal(aria.chat("hello table"), true, "other chat lines are Foundry's");
+    assert.equal(aria.chat("/tr"), false);
+    assert.ok(aria.notifications.some(([level, text]) => level === "error" && /Write what to roll/.test(text)));
+  });
+
+  test("a GM roll is whispered to its audience, a sealed card to the rest, and never reaches a player in the clear", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    // Every byte Aria's relay socket receives.
+    const bytes = [];
+    const ws = aria.module.client._ws;
+    ws.on("message", (data) => bytes.push(Buffer.from(data)));
+    const marker = `secret-${Date.now()}`;
+    const event = await gm.module.api.roll({ system: "dice", formula: "3d8 + 4" }, { visibility: "gm", label: marker });
+    assert.ok(event.result, "the GM's API call resolves with the result");
+    await until(() => byFlag(world, event.seq).length === 2, 4000, "the whisper and the card");
+    await gm.module.settled();
+    await aria.module.settled();
+    const [full, card] = [byFlag(world, event.seq).find((m) => !m.flags.tablerelay.sealed), byFlag(world, event.seq).find((m) => m.flags.tablerelay.sealed)];
+    assert.deepEqual(full.whisper, ["GMuser0000000001"]);
+    assert.equal(full.blind, false);
+    assert.deepEqual(card.whisper.sort(), ["Player0000000001", "Player0000000002"]);
+    assert.equal(card.rolls.length, 0, "the card holds no roll");
+    const ariaSees = world.visibleTo("Player0000000001").filter((m) => m.flags.tablerelay?.seq === event.seq);
+    assert.deepEqual(ariaSees.map((m) => m.flags.tablerelay.sealed), [true]);
+    const wire = Buffer.concat(bytes);
+    assert.ok(!wire.includes(Buffer.from(marker)), "the label never reached Aria's socket");
+    assert.ok(!wire.includes(Buffer.from("3d8")), "the formula never reached Aria's socket");
+    for (const m of ariaSees) assert.ok(!JSON.stringify(m.flags).includes(marker) && !m.content.includes(marker));
+  });
+
+  test("a blind roll by a player is posted by the GM; the roller sees only the card", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    const event = await aria.module.api.roll({ system: "nexus.test", attribute_die: "d8", skill_rank: 2 }, { visibility: "blind" });
+    assert.equal(event.sealed, true, "a blind roll comes back sealed to its roller");
+    await until(() => byFlag(world, event.seq).length === 2, 4000, "the blind message and the card");
+    const full = byFlag(world, event.seq).find((m) => !m.flags.tablerelay.sealed);
+    assert.equal(full.author, "GMuser0000000001");
+    assert.equal(full.blind, true);
+    assert.deepEqual(full.whisper, ["GMuser0000000001"]);
+    const ariaSees = world.visibleTo("Player0000000001").filter((m) => m.flags.tablerelay?.seq === event.seq);
+    assert.deepEqual(ariaSees.map((m) => m.flags.tablerelay.sealed), [true]);
+    void gm;
+  });
+
+  test("a revealed roll turns its sealed card into the roll, checked against its seal", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    await foundry(world, "Player0000000001", { token: room.player });
+    const event = await gm.module.api.roll({ system: "daggerheart.attack", modifier: 3 }, { visibility: "gm", label: "Ambush" });
+    await until(() => byFlag(world, event.seq).length === 2, 4000, "whisper and card");
+    const reveal = await gm.module.api.reveal(event.seq);
+    await until(() => byFlag(world, event.seq).length === 1 && byFlag(world, event.seq)[0].flags.tablerelay.revealed === reveal.seq, 4000, "the reveal");
+    const [message] = byFlag(world, event.seq);
+    assert.deepEqual(message.whisper, [], "public once revealed");
+    assert.equal(message.flags.tablerelay.sealed, false);
+    assert.equal(message.flags.tablerelay.verified, true, "the reveal matches the commitment");
+    assert.equal(message.rolls[0].total, event.result.total);
+    assert.match(gm.rendered(message), /matches its seal/);
+    assert.deepEqual(world.visibleTo("Player0000000002").filter((m) => m === message).length, 1);
+  });
+
+  test("a reload resumes, posts what it missed once, and reposts nothing", async () => {
+    const room = createRoom();
+    const world = table();
+    const storage = new Map();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm, storage });
+    const outsider = await connect(room.player);
+    const first = await outsider.roll({ system: "dice", formula: "1d20" });
+    await until(() => byFlag(world, first.seq).length === 1, 4000, "first message");
+    await gm.module.settled();
+    gm.module.client.close();
+    world.leave(gm);
+    const missed = await outsider.roll({ system: "dice", formula: "2d6" });
+    const again = await foundry(world, "GMuser0000000001", { storage });
+    await until(() => byFlag(world, missed.seq).length === 1, 4000, "the missed roll, posted after the reload");
+    await again.module.settled();
+    await sleep(200);
+    assert.equal(byFlag(world, first.seq).length, 1, "the first roll is not posted again");
+    assert.equal(byFlag(world, missed.seq).length, 1);
+    assert.equal(again.module.client.you.id, gm.module.client.you.id, "the same participant after the reload");
+  });
+});
+
+describe("Fear and Hope", () => {
+  test("the GM's Fear goes through the relay and is mirrored into the Daggerheart system's setting", async () => {
+    const room = createRoom();
+    const world = table({ system: "daggerheart" });
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    // The Daggerheart system's own world setting, registered as the system registers it.
+    gm.game.settings.register("daggerheart", "ResourcesFear", { scope: "world", config: false, type: Number, default: 0 });
+    await gm.module.api.resource("fear", "gain", 3);
+    await until(() => gm.game.settings.get("daggerheart", "ResourcesFear") === 3, 4000, "the mirrored Fear");
+    // Someone uses the system's own tracker: the relay's value comes back, and the GM is told why.
+    await gm.game.settings.set("daggerheart", "ResourcesFear", 7);
+    await until(() => gm.game.settings.get("daggerheart", "ResourcesFear") === 3, 4000, "Fear put back");
+    assert.ok(gm.notifications.some(([, text]) => /Fear is kept by the relay/.test(text)));
+    await assert.rejects(gm.module.api.resource("fear", "spend", 5), /needs 5 Fear/);
+  });
+});
+
+describe("settings and the API", () => {
+  test("tokens live in the browser's storage only; the world holds none", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    for (const value of world.worldSettings.values()) assert.ok(!String(JSON.stringify(value)).includes(room.gm));
+    for (const user of world.users) assert.ok(!JSON.stringify(user.flags).includes(room.player));
+    assert.equal(gm.storage.get("tablerelay.token"), room.gm);
+    assert.ok(!aria.storage.has("tablerelay.token") || aria.storage.get("tablerelay.token") === room.player);
+    assert.equal(gm.module.connectionValues().hasToken, true);
+    assert.ok(!JSON.stringify(gm.module.connectionValues()).includes(room.gm), "the form is never given the token");
+    assert.equal(gm.game.modules.get("tablerelay").api, gm.module.api);
+    assert.equal(gm.module.api.connected, true);
+    await aria.as(() => aria.module.saveConnection({ token: "" }, true));
+    assert.equal(aria.storage.get("tablerelay.token"), "");
+    assert.equal(aria.module.api.connected, false);
+  });
+});
