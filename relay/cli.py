@@ -48,6 +48,16 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--data", help="data folder [./data]")
     token.add_argument("--config", help="a TOML config file")
 
+    foundry = sub.add_parser("foundry", help="the Foundry VTT module the relay serves")
+    foundry_sub = foundry.add_subparsers(dest="foundry_command", required=True, metavar="ACTION")
+    package = foundry_sub.add_parser("package", help="write the zip that /foundry/tablerelay.zip serves")
+    package.add_argument("--out", default="tablerelay-foundry.zip", help="the zip to write")
+    package.add_argument(
+        "--public-url", help="the relay's address written into module.json [the configured public_url]"
+    )
+    package.add_argument("--data", help="data folder [./data]")
+    package.add_argument("--config", help="a TOML config file")
+
     roll = sub.add_parser(
         "roll",
         help="roll locally with the rules core (no server)",
@@ -78,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from relay.commands import room_create_command, room_list_command
 
         return room_create_command(args) if args.room_command == "create" else room_list_command(args)
+    if args.command == "foundry":
+        from relay.commands import foundry_package_command
+
+        return foundry_package_command(args)
     from relay.commands import token_command
 
     return token_command(args)

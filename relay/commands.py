@@ -169,3 +169,27 @@ def token_command(args: argparse.Namespace) -> int:
     sub = auth.new_gm_id() if args.role == "gm" else None
     print(auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl))
     return 0
+
+
+def foundry_package_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from relay import foundry, static
+
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    base = (args.public_url or _public_base(config)).rstrip("/")
+    try:
+        data = foundry.package(foundry.repository_sources(static.CLIENTS), base)
+    except foundry.FoundryPackageError as exc:
+        return _fail(str(exc))
+    out = Path(args.out)
+    try:
+        out.write_bytes(data)
+    except OSError as exc:
+        return _fail(f"cannot write {out}: {exc.strerror or exc}.")
+    print(f"wrote {out} ({len(data):,} bytes): the Foundry module for {base}")
+    print(f"manifest URL for Foundry's 'Install Module': {base}{foundry.MANIFEST_PATH}")
+    return 0

@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, fanout, protocol, static
+from relay import auth, fanout, foundry, protocol, static
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -122,6 +122,7 @@ class Relay:
         self._pending_rooms: dict[RoomHandle, None] = {}
         self._pending_outboxes: dict[Outbox, None] = {}
         self._tick_scheduled = False
+        self._foundry_zips: dict[str, bytes] = {}  # the Foundry module's zip, built once per base address
         self.stopping = False
         self._inflight: set[Pending] = set()
         self._idle = asyncio.Event()
@@ -505,6 +506,8 @@ class Relay:
             return _response(200, body, "application/json")
         if path == "/metrics":
             return _response(200, self.metrics.render(), METRICS_TYPE)
+        if path in (foundry.MANIFEST_PATH, foundry.ZIP_PATH):
+            return await self._foundry(path, request)
         file = static.resolve(path)
         if file is not None:
             try:
@@ -517,6 +520,23 @@ class Relay:
                 404, b"This page is not installed on this server.\n", "text/plain; charset=utf-8"
             )
         return _response(404, b"Not found.\n", "text/plain; charset=utf-8")
+
+    async def _foundry(self, path: str, request: Request) -> Response:
+        """The Foundry module's manifest or zip, with addresses that name this relay as it was reached."""
+        base = self.config.public_url or _request_base(request)
+        sources = foundry.repository_sources(static.CLIENTS)
+        try:
+            if path == foundry.MANIFEST_PATH:
+                body = json.dumps(foundry.manifest(sources, base), indent=2).encode()
+                return _response(200, body, "application/json", cors=True)
+            data = self._foundry_zips.get(base)
+            if data is None:
+                data = await asyncio.to_thread(foundry.package, sources, base)
+                self._foundry_zips[base] = data
+        except foundry.FoundryPackageError as exc:
+            logger.warning("foundry_package_unavailable", reason=str(exc))
+            return _response(404, f"{exc}\n".encode(), "text/plain; charset=utf-8")
+        return _response(200, data, "application/zip")
 
     async def shutdown(self, server: Server) -> None:
         """Stop accepting, finish the appends under way (their acks and events go out), close with 1001."""
@@ -580,7 +600,7 @@ def _peek_id(message: str | bytes) -> str | None:
     return rid if isinstance(rid, str) and len(rid) <= 64 else None
 
 
-def _response(status: int, body: bytes, content_type: str) -> Response:
+def _response(status: int, body: bytes, content_type: str, *, cors: bool = False) -> Response:
     phrase = http.HTTPStatus(status).phrase
     headers = Headers(
         [
@@ -592,7 +612,16 @@ def _response(status: int, body: bytes, content_type: str) -> Response:
             ("X-Content-Type-Options", "nosniff"),
         ]
     )
+    if cors:
+        headers["Access-Control-Allow-Origin"] = "*"
     return Response(status, phrase, headers, body)
+
+
+def _request_base(request: Request) -> str:
+    """This server's address as the request reached it (behind a proxy, as the proxy says it was reached)."""
+    host = request.headers.get("X-Forwarded-Host") or request.headers.get("Host") or "127.0.0.1"
+    scheme = request.headers.get("X-Forwarded-Proto", "http").split(",")[0].strip()
+    return f"{'https' if scheme == 'https' else 'http'}://{host.split(',')[0].strip()}"
 
 
 #: Young container objects allocated between collections of the youngest generation (CPython's default

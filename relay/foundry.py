@@ -1,0 +1,134 @@
+"""The Foundry VTT module as the relay hands it out: its manifest and its zip, built from ``clients/foundry``.
+
+A GM installs the module in Foundry by the manifest URL ``<relay>/foundry/module.json``; Foundry's server
+then downloads ``<relay>/foundry/tablerelay.zip``. The zip is built here, in memory, from the module's
+sources, the thin JS client and the MessagePack module it imports, so nothing built is ever checked in:
+
+- ``module.json`` with this relay's version and its absolute ``manifest`` and ``download`` addresses;
+- ``scripts/``, ``styles/`` as they are in ``clients/foundry``, except ``scripts/client.mjs``, which in the
+  repository re-exports ``clients/js/tablerelay.js`` and in the zip re-exports the copy in ``lib/``;
+- ``lib/tablerelay.mjs``: the JS client, importing ``./msgpack/index.mjs`` instead of the bare
+  ``@msgpack/msgpack`` (a browser cannot resolve a bare name without an import map, and Foundry has none);
+- ``lib/msgpack/``: @msgpack/msgpack's ES module build.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+MODULE_ID = "tablerelay"
+MANIFEST_PATH = "/foundry/module.json"
+ZIP_PATH = "/foundry/tablerelay.zip"
+#: What the module's own files may be; anything else in the folder (tests, notes) stays out of the zip.
+SHIPPED = ("module.json", "scripts/", "styles/", "lang/", "templates/")
+CLIENT_IMPORT = 'from "@msgpack/msgpack"'
+#: A fixed time for every zip entry, so the same sources always make the same bytes.
+EPOCH = (2024, 1, 1, 0, 0, 0)
+
+
+class Folder(Protocol):
+    """A folder of files: a ``pathlib.Path`` or an ``importlib.resources`` Traversable."""
+
+    def iterdir(self) -> Any: ...
+    def joinpath(self, *parts: str) -> Any: ...
+    def is_dir(self) -> bool: ...
+    def is_file(self) -> bool: ...
+    def read_bytes(self) -> bytes: ...
+    @property
+    def name(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the module's parts are: the module folder, the JS client file and the MessagePack ESM folder."""
+
+    module: Folder
+    client: Folder
+    msgpack: Folder
+
+
+class FoundryPackageError(Exception):
+    """The module's sources are missing or broken; the message says what to do."""
+
+
+def version() -> str:
+    try:
+        return metadata.version("tablerelay")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "0.0.0"
+
+
+def manifest(sources: Sources, base_url: str) -> dict[str, Any]:
+    """``module.json`` with this relay's version and the absolute addresses Foundry installs from."""
+    try:
+        data: dict[str, Any] = json.loads(sources.module.joinpath("module.json").read_bytes())
+    except (OSError, ValueError) as exc:
+        raise FoundryPackageError(f"The Foundry module's module.json cannot be read: {exc}.") from exc
+    base = base_url.rstrip("/")
+    data["version"] = version()
+    data["manifest"] = base + MANIFEST_PATH
+    data["download"] = base + ZIP_PATH
+    data.setdefault("url", base + "/")
+    return data
+
+
+def _files(folder: Folder, prefix: str = "") -> list[tuple[str, Folder]]:
+    out: list[tuple[str, Folder]] = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        name = prefix + entry.name
+        if entry.is_dir():
+            out.extend(_files(entry, name + "/"))
+        elif entry.is_file():
+            out.append((name, entry))
+    return out
+
+
+def package(sources: Sources, base_url: str) -> bytes:
+    """The module's zip, as Foundry installs it (module.json at its root)."""
+    if not sources.msgpack.is_dir():
+        raise FoundryPackageError(
+            "The MessagePack module for the Foundry zip is missing; install the JS client's packages "
+            "(npm ci in clients/js) or install tablerelay from its wheel."
+        )
+    client = sources.client.read_bytes().decode()
+    if CLIENT_IMPORT not in client:
+        raise FoundryPackageError("The JS client no longer imports @msgpack/msgpack as the zip expects.")
+    entries: dict[str, bytes] = {
+        "module.json": json.dumps(manifest(sources, base_url), indent=2).encode() + b"\n",
+        "lib/tablerelay.mjs": client.replace(CLIENT_IMPORT, 'from "./msgpack/index.mjs"').encode(),
+        "scripts/client.mjs": (
+            b"// The thin JS client, copied beside the module (lib/) when the relay built this zip.\n"
+            b'export { TableRelay, TableRelayError, verifyCommitment } from "../lib/tablerelay.mjs";\n'
+        ),
+    }
+    for name, entry in _files(sources.module):
+        if name in entries or not name.startswith(SHIPPED):
+            continue
+        entries[name] = entry.read_bytes()
+    for name, entry in _files(sources.msgpack):
+        # Source maps point at sources the zip does not hold: only the modules themselves go in.
+        if name.endswith(".mjs"):
+            entries["lib/msgpack/" + name] = entry.read_bytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(entries):
+            info = zipfile.ZipInfo(name, date_time=EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, entries[name])
+    return buffer.getvalue()
+
+
+def repository_sources(root: Path) -> Sources:
+    """The sources in a checkout (``root`` is the repository's ``clients`` folder)."""
+    return Sources(
+        module=root / "foundry",
+        client=root / "js" / "tablerelay.js",
+        msgpack=root / "js" / "node_modules" / "@msgpack" / "msgpack" / "dist.esm",
+    )
