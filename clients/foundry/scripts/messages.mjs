@@ -61,6 +61,7 @@ export function rollMessages(event, { room, users, roll }) {
   if (event.visibility === "public") return [full];
   const audience = audienceOf(event, users);
   const others = everyone.filter((id) => !audience.includes(id));
+  /** @type {Array<Record<string, any>>} */
   const messages = [{ ...full, whisper: audience, blind: event.visibility === "blind" }];
   if (others.length) messages.push(card(others));
   return messages;

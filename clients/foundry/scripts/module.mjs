@@ -54,8 +54,22 @@ function withTimeout(/** @type {Promise<any>} */ promise, /** @type {number} */ 
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Foundry's globals as foundry-vtt-types declares them (tests/foundry_types checks this file against them).
+ * @typedef {object} FoundryEnv
+ * @property {Game} game
+ * @property {typeof Hooks} Hooks
+ * @property {typeof CONFIG} CONFIG
+ * @property {typeof ChatMessage} ChatMessage
+ * @property {typeof ui} ui
+ * @property {typeof foundry} foundry
+ * @property {Document|null} [document]
+ * @property {any} [Roll]
+ * @property {any} [WebSocket]
+ */
+
 export class TableRelayModule {
-  /** @param {any} env  Foundry's globals: game, Hooks, CONFIG, ChatMessage, ui, foundry (and Roll, WebSocket) */
+  /** @param {FoundryEnv} env  Foundry's globals (in Foundry, globalThis itself) */
   constructor(env) {
     this.env = env;
     /** @type {TableRelay|null} */
@@ -281,8 +295,7 @@ export class TableRelayModule {
     });
     if (mine && typeof cursor.epoch === "string") {
       // Resume where this browser left off: the events missed while it was away arrive as news.
-      client.epoch = cursor.epoch;
-      client.seq = Number(cursor.seq) || 0;
+      Object.assign(client, { epoch: cursor.epoch, seq: Number(cursor.seq) || 0 });
     }
     this.client = client;
     client.on("status", (/** @type {string} */ status) => {
@@ -632,7 +645,7 @@ export class TableRelayModule {
   }
 
   #panelClick(/** @type {MouseEvent} */ e) {
-    const button = /** @type {HTMLElement|null} */ (e.target)?.closest?.("button[data-action]");
+    const button = /** @type {HTMLElement|null} */ (/** @type {HTMLElement|null} */ (e.target)?.closest?.("button[data-action]") ?? null);
     if (!button) return;
     const [name, op] = String(button.dataset.action).split("-");
     const participant = button.dataset.participant;
