@@ -461,3 +461,52 @@ def test_daggerheart_attack_leaves_its_damage_dice_out_of_the_attack_roll() -> N
         assert "d8" not in roll["formula"]
         assert roll["total"] == result["total"] == 18
         assert sorted(fm.dice_faces(roll)) == sorted(faces[: len(faces) - 2])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Computed dice and the details of Die that the renderer carries.
+
+
+def test_computed_number_is_written_as_dice_term_to_json_writes_it() -> None:
+    # DiceTerm#toJSON: number through its getter (the inner roll's total), the inner Roll as _number. The
+    # inner Roll is Roll.fromTerms([ParentheticalTerm]), as DiceTerm.fromParseNode builds it.
+    result = scripted({"system": "dice", "formula": "(1d4)d6 + 1"}, [3, 2, 5, 1])
+    roll = to_foundry(result)
+    d4 = _term("Die", number=1, faces=4, modifiers=[], results=[on(3)])
+    inner = _roll("(1d4)", [_term("ParentheticalTerm", term="1d4", roll=_roll("1d4", [d4], 3))], 3)
+    assert roll == _roll(
+        "(1d4)d6 + 1",
+        [
+            _term("Die", number=3, faces=6, modifiers=[], results=[on(2), on(5), on(1)], _number=inner),
+            PLUS,
+            _term("NumericTerm", number=1),
+        ],
+        9,
+    )
+    assert fm.dice_faces(roll) == [2, 5, 1, 3]  # Dice So Nice animates the inner d4 too
+
+
+def test_computed_faces_are_written_as_faces_and_faces_roll() -> None:
+    roll = to_foundry(scripted({"system": "dice", "formula": "1d(2 * 3)[fire]"}, [5]))
+    term = roll["terms"][0]
+    assert (term["number"], term["faces"], term["options"]) == (1, 6, {"flavor": "fire"})
+    assert "_number" not in term
+    assert term["_faces"]["formula"] == "(2 * 3)"
+    assert term["_faces"]["terms"][0]["roll"]["formula"] == "2 * 3"
+    assert roll["formula"] == "1d(2 * 3)[fire]"
+
+
+def test_honors_edge_pool_is_written_so_foundry_keeps_three() -> None:
+    # 5k3 with an exploding 10: Foundry would read "5d10xkh3" as x then kh (keep one).
+    result = scripted({"system": "honors_edge.roll", "pool": "5k3"}, [10, 4, 3, 2, 1, 7])
+    roll = to_foundry(result)
+    assert roll["formula"] == "5d10x10kh3"
+    assert roll["terms"][0]["modifiers"] == ["x10", "kh3"]
+    assert roll["total"] == result["total"] == 17 + 4 + 3
+
+
+def test_two_margins_are_both_kept_in_the_options() -> None:
+    result = scripted({"system": "dice", "formula": "3d6ms<20ms>5"}, [1, 2, 3])
+    roll = to_foundry(result)
+    assert roll["terms"][0]["options"] == {"marginFailure": 20, "marginSuccess": 5}
+    assert fm.roll_total(roll) == roll["total"] == result["total"] == 1
