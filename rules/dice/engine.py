@@ -74,7 +74,7 @@ def evaluate(formula: str, rng: Dice, dialect: str = "foundry") -> Evaluation:
             # No typing.cast here or below: on this path building ``list[Term]`` costs more than a die.
             total, planned, text, dice_max = run(rng)
             return Evaluation(total, planned, None, parsed.formula, text, dice_max, dialect)  # type: ignore[arg-type]
-    ctx = Ctx(rng)
+    ctx = Ctx(rng, parsed.dice_asked)
     for node in parsed.inlines:
         node.evaluate_first(ctx)
     out: Out = []

@@ -294,6 +294,8 @@ def plan(root: Node, roll20: bool) -> Simple | None:
                 mod = node.spec[0]
                 if mod.name in KEEPS:
                     keep, highest = KEEPS[mod.name]
+                    if not keep and (mod.count or 1) >= node.number:
+                        return None  # Foundry drops nothing then (rules.dice.foundry): the tree does it
                     rule = (keep, highest, mod.count or 1, mod.text)
                     items.append((op, _KEEP, node.number, node.faces, rule, node.expression, node.flavor))
                 elif mod.text == "x":

@@ -36,6 +36,23 @@ KEEPS = {
 }
 
 
+def explicit(name: str, faces: int | None) -> str | None:
+    """A bare modifier written with the number Foundry assumes for it (``x`` on a d10 is ``x10``, ``r`` is
+    ``r1``, ``kh`` is ``kh1``), or None when it has no such form (or the faces are not known yet).
+
+    Written so, a modifier cannot run together with the letters of the next one (see the parser's
+    ``foundry_modifiers``); ``Die#explode``, ``Die#reroll``, ``Die#keep`` and ``Die#drop`` read both
+    forms the same.
+    """
+    if name in ("x", "xo"):
+        return None if faces is None else f"{name}{faces}"
+    if name in ("r", "rr"):
+        return f"{name}1"
+    if name in KEEPS:
+        return f"{name[0]}{'h' if name == 'k' else 'l' if name == 'd' else name[1]}1"
+    return None
+
+
 class Mod:
     """One parsed Foundry modifier: ``name``, an optional count, comparison and target, and its text."""
 
@@ -98,29 +115,34 @@ def _explode(t: _Term, mod: Mod, *, recursive: bool) -> None:
 def _add_dice(t: _Term, mod: Mod, target: Number, mark: str, *, recursive: bool) -> None:
     """Roll one more die for each active result that matches, marking it; a reroll also retires it.
 
-    Non-recursive modifiers look only at the results present when they start; a count caps how many
-    dice are added.
+    A count caps how many dice are added. Non-recursive modifiers stop where Foundry's loops
+    (``Die#reroll``, ``Die#explode``) stop: the check runs only after an *active* result, ``r`` once
+    it has looked at the last original result or any later one, ``xo`` only at exactly that result.
+    So when the last original result is inactive (dropped, rerolled), ``r`` also looks at the first
+    active new die and ``xo`` goes on exploding new dice, as in Foundry.
     """
     op = mod.op or "="
     budget = mod.count
     results = t.results
     initial = len(results)
+    reroll = mark == "rerolled"
     checked = 0
     while checked < len(results):
         i = checked
         r = results[i]
         checked += 1
-        if r["active"]:
-            if budget is not None and budget <= 0:
-                break
-            if compare(r["result"], op, target):
-                r[mark] = True
-                if mark == "rerolled":
-                    r["active"] = False
-                t.add(i)
-                if budget is not None:
-                    budget -= 1
-        if not recursive and checked >= initial:
+        if not r["active"]:
+            continue
+        if budget is not None and budget <= 0:
+            break
+        if compare(r["result"], op, target):
+            r[mark] = True
+            if reroll:
+                r["active"] = False
+            t.add(i)
+            if budget is not None:
+                budget -= 1
+        if not recursive and (checked >= initial if reroll else checked == initial):
             break
 
 
@@ -140,11 +162,12 @@ def _count(results: list[Result], op: str, target: Number, *, success: bool) -> 
 
 
 def _deduct(results: list[Result], mod: Mod, *, subtract_value: bool) -> None:
-    # df: each failure counts -1; sf: each failure subtracts its face. Without a comparison the
-    # failures are the results an earlier cs marked as not successful.
+    # df: each failure counts -1; sf: each failure subtracts its face. With a comparison or a target
+    # ("df1" is "df=1", as in Die#deductFailures) the failures are the results it matches; with
+    # neither, the results an earlier cs marked as not successful.
     for r in results:
-        if mod.op is not None:
-            if compare(r["result"], mod.op, 1 if mod.target is None else mod.target):
+        if mod.op is not None or mod.target is not None:
+            if compare(r["result"], mod.op or "=", 1 if mod.target is None else mod.target):
                 r["failure"] = True
                 r.pop("success", None)
         elif r.get("success") is False:
@@ -166,15 +189,14 @@ def roll_die(ctx: Ctx, node: DiceNode, out: Out) -> Number:
         results = [_face(ctx, kind, faces) for _ in range(n)]
     t = _Term(ctx, kind, faces, results)
     kept = n
-    margin: tuple[str, int] | None = None
+    margins: dict[str, int] = {}
     mod: Mod
     for mod in node.spec:
         name = mod.name
         if name in KEEPS:
-            keep, highest = KEEPS[name]
             count = mod.count or 1  # Foundry reads a missing (or zero) count as 1
-            keep_or_drop(results, count, keep=keep, highest=highest)
-            kept = kept_after(kept, count, keep=keep)
+            if _keep_or_drop(results, name, count):
+                kept = kept_after(kept, count, keep=KEEPS[name][0])
         elif name == "r" or name == "rr":
             _reroll(t, mod, recursive=name == "rr")
         elif name == "x" or name == "xo":
@@ -187,7 +209,7 @@ def roll_die(ctx: Ctx, node: DiceNode, out: Out) -> Number:
             _deduct(results, mod, subtract_value=name == "sf")
         elif name == "ms":
             assert mod.target is not None
-            margin = ("failure" if mod.op in ("<", "<=") else "success", mod.target)
+            margins["failure" if mod.op in ("<", "<=") else "success"] = mod.target
         elif name == "min" or name == "max":
             # The die keeps its face; it counts as the bound (Foundry also flags it ``rerolled``).
             assert mod.target is not None
@@ -209,8 +231,7 @@ def roll_die(ctx: Ctx, node: DiceNode, out: Out) -> Number:
     for r in results:
         if r["active"]:
             total += r["count"] if "count" in r else r["result"]
-    if margin is not None:
-        total = total - margin[1] if margin[0] == "success" else margin[1] - total
+    total = apply_margin(total, margins)
     term: dict[str, Any] = {
         "type": "die",
         "number": n,
@@ -226,6 +247,31 @@ def roll_die(ctx: Ctx, node: DiceNode, out: Out) -> Number:
     out.append(term)
     ctx.dice += dice_entries(results, faces, kind)
     ctx.dice_max += kept * (faces if kind == "standard" else 1)
+    return total
+
+
+def _keep_or_drop(results: list[Result], name: str, count: int) -> bool:
+    """Keep or drop as Foundry does; whether anything could be discarded.
+
+    Dropping as many results as are active, or more, drops none in Foundry: ``DiceTerm._keepOrDrop``
+    cuts the sorted values at the index of the first value to keep, which then lies past the end, and
+    no result compares with a missing value.
+    """
+    keep, highest = KEEPS[name]
+    if not keep and count >= sum(1 for r in results if r["active"]):
+        return False
+    keep_or_drop(results, count, keep=keep, highest=highest)
+    return True
+
+
+def apply_margin(total: Number, margins: dict[str, int]) -> Number:
+    """``ms``: ``Die#total`` subtracts a success margin, or a failure margin takes the total away from
+    its target. Both are kept in the term's options; a target of 0 counts as none there (JavaScript
+    reads 0 as false), and a success margin wins when both are set."""
+    if margins.get("success"):
+        return total - margins["success"]
+    if margins.get("failure"):
+        return margins["failure"] - total
     return total
 
 
@@ -249,8 +295,7 @@ def roll_pool(ctx: Ctx, node: GroupNode, out: Out) -> Number:
     mod: Mod
     for mod in node.spec:
         if mod.name in KEEPS:
-            keep, highest = KEEPS[mod.name]
-            keep_or_drop(results, mod.count or 1, keep=keep, highest=highest)
+            _keep_or_drop(results, mod.name, mod.count or 1)
         else:
             assert mod.op is not None
             assert mod.target is not None

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rules.dice.arith import Number, apply, call, fmt, norm
-from rules.dice.limits import MAX_CHAIN, MAX_ROLLS, limit
+from rules.dice.limits import MAX_CHAIN, MAX_DICE, MAX_FACES, MAX_ROLLS, limit
+from rules.errors import RulesError
 from rules.result import Die
 from rules.rng import Dice, roll_many
 
@@ -21,12 +22,15 @@ from rules.rng import Dice, roll_many
 class Ctx:
     """The state of one evaluation: the random source, the dice rolled so far and the budgets."""
 
-    __slots__ = ("dice", "dice_max", "inline", "rng", "rolls", "track")
+    __slots__ = ("asked", "dice", "dice_max", "inline", "rng", "rolls", "track")
 
-    def __init__(self, rng: Dice) -> None:
+    def __init__(self, rng: Dice, asked: int = 0) -> None:
         self.rng = rng
         self.dice: list[Die] = []
         self.rolls = 0
+        # Dice asked for so far against MAX_DICE: the parser's count of written numbers, plus each
+        # computed number once it is known.
+        self.asked = asked
         self.dice_max = 0
         # Roll20 inline rolls, evaluated before the rest: index -> (total, term)
         self.inline: list[tuple[Number, dict[str, Any]]] = []
@@ -272,6 +276,82 @@ def roll_plain(ctx: Ctx, node: DiceNode, out: Out) -> Number:
     return total
 
 
+class ComputedDiceNode(Node):
+    """Foundry's computed dice: ``(1d4)d6``, ``1d(2*3)``, ``(2+1)d(1d4+4)``.
+
+    The parenthetical number or faces (a ``ParenNode``) is rolled when the term is, faces first and
+    then number, as ``DiceTerm#_evaluateAsync`` does; the term then rolls like a ``DiceNode`` with
+    those values. Its inner rolls ride on the die term as ``number_roll`` and ``faces_roll``.
+    """
+
+    __slots__ = (
+        "expression", "faces", "faces_expr", "flavor", "kind", "mod_texts", "number", "number_expr", "roller",
+        "spec",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        number: int | Node,
+        faces: int | Node,
+        kind: str,
+        mod_texts: tuple[str, ...],
+        spec: Any,
+        roller: DiceRoller,
+        flavor: str | None = None,
+    ) -> None:
+        self.number = number if isinstance(number, int) else None
+        self.number_expr = None if isinstance(number, int) else number
+        self.faces = faces if isinstance(faces, int) else None
+        self.faces_expr = None if isinstance(faces, int) else faces
+        self.kind = kind
+        self.mod_texts = mod_texts
+        self.spec = spec
+        self.roller = roller
+        self.flavor = flavor
+        shown_faces = str(faces) if isinstance(faces, int) else faces.text
+        denomination = {"fate": "F", "coin": "c"}.get(kind, shown_faces)
+        count = str(number) if isinstance(number, int) else number.text
+        self.expression = f"{count}d{denomination}{''.join(mod_texts)}"
+        self.text = self.expression + (f"[{flavor}]" if flavor is not None else "")
+
+    def ev(self, ctx: Ctx, out: Out) -> Number:
+        faces_terms: Out = []
+        faces = self.faces
+        if self.faces_expr is not None:
+            faces = _computed(self.faces_expr, self.faces_expr.ev(ctx, faces_terms), "number of faces", 1)
+            if faces > MAX_FACES:
+                limit(f"a die may have at most {MAX_FACES:,} faces")
+        number_terms: Out = []
+        number = self.number
+        if self.number_expr is not None:
+            number = _computed(self.number_expr, self.number_expr.ev(ctx, number_terms), "number of dice", 0)
+            ctx.asked += number
+            if ctx.asked > MAX_DICE:
+                limit(f"a formula may ask for at most {MAX_DICE} dice")
+        assert number is not None
+        assert faces is not None
+        die = DiceNode(number, faces, self.kind, self.mod_texts, self.spec, self.roller, self.flavor)
+        total = self.roller(ctx, die, out)
+        term = out[-1]
+        term["expression"] = self.expression
+        if self.number_expr is not None:
+            term["number_roll"] = {"terms": number_terms, "total": number, "formula": self.number_expr.text}
+        if self.faces_expr is not None:
+            term["faces_roll"] = {"terms": faces_terms, "total": faces, "formula": self.faces_expr.text}
+        return total
+
+
+def _computed(expr: Node, value: Number, what: str, least: int) -> int:
+    """A computed number of dice or faces, refused unless it is a whole number of at least ``least``."""
+    if type(value) is not int or value < least:
+        bound = "0 or more" if least == 0 else f"at least {least}"
+        raise RulesError(
+            "bad_formula",
+            f"The {what} {expr.text} came to {fmt(value)}; it must be a whole number, {bound}.",
+        )
+    return value
+
+
 GroupRoller = Callable[[Ctx, "GroupNode", Out], Number]
 
 
@@ -319,6 +399,8 @@ def children(node: Node) -> list[Node]:
         return list(node.args)
     if isinstance(node, GroupNode):
         return list(node.subs)
+    if isinstance(node, ComputedDiceNode):
+        return [n for n in (node.faces_expr, node.number_expr) if n is not None]
     return []
 
 

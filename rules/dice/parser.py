@@ -8,7 +8,9 @@ Grammar (both dialects unless marked)::
     unary    = ("+" | "-")* power
     power    = primary ("**" unary)?                      Roll20 only; Foundry: power = primary
     primary  = (number | dice | "(" sum ")" | group | function | inline) label?
-    dice     = integer? "d" (integer | "F" | "c") modifiers   "c" (a coin) is Foundry only
+    dice     = count? "d" (integer | "F" | "c" | paren) modifiers   "c" (a coin) is Foundry only
+    count    = integer | paren                             paren (computed dice) is Foundry only
+    paren    = "(" sum ")"                                 right against the "d", no label
     group    = "{" sum ("," sum)* "}" modifiers
     function = name "(" sum ("," sum)* ")"
     inline   = "[[" sum "]]"                               Roll20 only
@@ -31,6 +33,7 @@ from rules.dice.fast import plan
 from rules.dice.limits import MAX_DEPTH, MAX_DICE, MAX_FACES, MAX_FORMULA_LENGTH, MAX_NUMBER, limit
 from rules.dice.nodes import (
     ChainNode,
+    ComputedDiceNode,
     DiceNode,
     FunctionNode,
     GroupNode,
@@ -50,17 +53,23 @@ DIALECT_NAMES = {"foundry": "Foundry VTT", "roll20": "Roll20"}
 _ROLL20_FUNCTIONS = ("floor", "ceil", "round", "abs")
 _COMPARISONS = (">=", "<=", ">", "<", "=")
 _MAX_LABEL = 100
+#: What Foundry's ``MODIFIER_REGEXP`` takes as a modifier's text after its letters (here: digits and
+#: comparisons; whitespace, operators, brackets and the ends of groups end the term).
+_MODIFIER_TEXT = frozenset("0123456789<>=.")
 
 
 class Parsed:
     """A parsed formula: its tree, its normalised text and (Roll20) its inline rolls in evaluation order."""
 
-    __slots__ = ("dialect", "fast", "formula", "inlines", "root")
+    __slots__ = ("dialect", "dice_asked", "fast", "formula", "inlines", "root")
 
-    def __init__(self, root: Node, dialect: str, inlines: tuple[InlineNode, ...]) -> None:
+    def __init__(
+        self, root: Node, dialect: str, inlines: tuple[InlineNode, ...], dice_asked: int = 0
+    ) -> None:
         self.root = root
         self.dialect = dialect
         self.inlines = inlines
+        self.dice_asked = dice_asked  # the written numbers of dice; computed ones are added as they roll
         self.formula = root.text
         self.fast = plan(root, dialect == "roll20")
 
@@ -205,15 +214,10 @@ class _Parser:
         if c == "d":
             return self.dice(None, start)
         if c == "(":
-            self.pos += 1
-            self.enter()
-            inner = self.sum()
-            self.ws()
-            if self.peek() != ")":
-                self.fail("')' to close the '(' at character " + str(start + 1))
-            self.pos += 1
-            self.depth -= 1
-            return ParenNode(inner, self.label())
+            paren = self.parenthetical()
+            if self.peek() == "d":
+                return self.dice(paren, start)
+            return ParenNode(paren.expr, self.label())
         if c == "{":
             return self.group()
         if c == "[" and self.roll20 and self.at("[["):
@@ -222,6 +226,19 @@ class _Parser:
             return self.function()
         self.fail("a number, dice such as 'd6', '(' or a function such as 'floor('")
         raise AssertionError  # fail() raises; this line satisfies the linters
+
+    def parenthetical(self) -> ParenNode:
+        """``( sum )`` without a label: a grouping, or the computed number or faces of dice."""
+        start = self.pos
+        self.pos += 1
+        self.enter()
+        inner = self.sum()
+        self.ws()
+        if self.peek() != ")":
+            self.fail("')' to close the '(' at character " + str(start + 1))
+        self.pos += 1
+        self.depth -= 1
+        return ParenNode(inner)
 
     def number(self) -> Number:
         start = self.pos
@@ -301,23 +318,27 @@ class _Parser:
 
     # -- dice ---------------------------------------------------------------------------------
 
-    def dice(self, number: int | None, start: int) -> Node:
+    def dice(self, number: int | ParenNode | None, start: int) -> Node:
         self.pos += 1  # the "d"
         c = self.peek()
         kind = "standard"
-        faces: int | None
+        faces: int | ParenNode | None
         if c == "f":
             kind, faces = "fate", 3
             self.pos += 1
         elif c == "c" and not self.roll20:
             kind, faces = "coin", 2
             self.pos += 1
+        elif c == "(":
+            faces = self.parenthetical()
         else:
             faces = self.digits()
             if faces is None:
                 kinds = "'F' (Fate dice)" if self.roll20 else "'F' (Fate dice) or 'c' (a coin)"
                 self.fail(f"the number of faces (as in 'd6') or {kinds}")
         count = 1 if number is None else number
+        if isinstance(count, ParenNode) or isinstance(faces, ParenNode):
+            return self.computed_dice(count, faces, kind, start)
         if kind == "standard":
             if faces > MAX_FACES:
                 limit(f"a die may have at most {MAX_FACES:,} faces")
@@ -330,9 +351,30 @@ class _Parser:
             mod_texts, spec = self.roll20_modifiers()
             roller = roll20.roll_die if mod_texts or kind != "standard" else roll_plain
             return DiceNode(count, faces, kind, mod_texts, spec, roller, self.label())
-        mod_texts, mods = self.foundry_modifiers(kind)
+        mod_texts, mods = self.foundry_modifiers(kind, faces=faces)
         roller = foundry.roll_die if mod_texts or kind != "standard" else roll_plain
         return DiceNode(count, faces, kind, mod_texts, mods, roller, self.label())
+
+    def computed_dice(self, count: int | ParenNode, faces: int | ParenNode, kind: str, start: int) -> Node:
+        """Dice whose number or faces is a parenthetical (Foundry's "Parenthetical Expressions")."""
+        if self.roll20:
+            self.refuse(
+                f"computed dice such as '{self.src[start : self.pos]}' are not supported in Roll20 notation "
+                "(Roll20 does not document the order in which it rolls them nor how its roll results show "
+                "them); roll the number of dice first and write it as a number."
+            )
+        if isinstance(count, int):
+            self.dice_total += count
+            if count > MAX_DICE or self.dice_total > MAX_DICE:
+                limit(f"a formula may ask for at most {MAX_DICE} dice")
+        if isinstance(faces, int):
+            if faces > MAX_FACES:
+                limit(f"a die may have at most {MAX_FACES:,} faces")
+            if faces < 1:
+                self.fail("a die with at least 1 face", start)
+        mod_texts, mods = self.foundry_modifiers(kind, faces=faces if isinstance(faces, int) else None)
+        roller = foundry.roll_die if mod_texts or kind != "standard" else roll_plain
+        return ComputedDiceNode(count, faces, kind, mod_texts, mods, roller, self.label())
 
     def comparison(self) -> str | None:
         for op in _COMPARISONS:
@@ -344,8 +386,16 @@ class _Parser:
         return None
 
     def foundry_modifiers(
-        self, kind: str, *, pool: bool = False
+        self, kind: str, *, pool: bool = False, faces: int | None = None
     ) -> tuple[tuple[str, ...], tuple[foundry.Mod, ...]]:
+        """A Foundry term's modifiers, read the way Foundry's own code reads them.
+
+        Foundry (``DiceTerm.MODIFIER_REGEXP``) cuts the modifier text into runs of letters, each with
+        the non-letters after it; a run that names no modifier is split greedily, longest name first,
+        into modifiers that get no number (``_evaluateModifiers``). So ``xkh`` is ``x`` then ``kh``, and
+        the ``3`` of ``xkh3`` is dropped: such a formula is refused, since Foundry would roll it
+        differently from how it reads.
+        """
         if pool:
             names: tuple[str, ...] = foundry.POOL_MODIFIERS
         else:
@@ -354,46 +404,93 @@ class _Parser:
                 "fate": foundry.FATE_MODIFIERS,
                 "coin": foundry.COIN_MODIFIERS,
             }[kind]
+        what = "pools" if pool else {"standard": "dice", "fate": "Fate dice", "coin": "coins"}[kind]
+        low = self.low
         mods: list[foundry.Mod] = []
-        while self.pos < self.n and "a" <= self.low[self.pos] <= "z":
-            start = self.pos
-            name = next((m for m in names if self.at(m)), None)
-            if name is None:
-                what = "pools" if pool else {"standard": "dice", "fate": "Fate dice", "coin": "coins"}[kind]
-                self.fail(f"one of the modifiers {what} take ({' '.join(sorted(names))})")
-            self.pos += len(name)
-            count: int | None = None
-            op: str | None = None
-            target: int | None = None
-            if name in ("r", "rr", "x", "xo"):
-                count = self.digits()
-                op = self.comparison()
-                target = self.digits() if op is not None else None
-                if count is not None and op is None:
-                    count, target = None, count  # "r2" rerolls 2s; "r1=2" rerolls one 2
-            elif name in foundry.KEEPS:
-                count = self.digits()
-            elif name in ("cs", "cf", "df", "sf", "ms"):
-                op = self.comparison()
-                target = self.digits()
-                if op is not None and target is None:
-                    self.fail(f"a number after '{name}{op}'")
-                if name == "ms" and target is None:
-                    self.fail("a target number after 'ms', as in 'ms>10'")
-                if pool and target is None:
-                    self.fail(f"a target after the pool modifier '{name}', as in '{name}>=10'")
-                if pool and op is None:
-                    op = "="
-            elif name in ("min", "max"):
-                target = self.digits()
-                if target is None:
-                    self.fail(f"a number after '{name}', as in '{name}2'")
-            elif name == "c":
-                target = self.digits()
-                if target not in (0, 1):
-                    self.fail("'c1' (call heads) or 'c0' (call tails)", start)
-            mods.append(foundry.Mod(name, count, op, target, self.low[start : self.pos]))
+        while self.pos < self.n and "a" <= low[self.pos] <= "z":
+            run_start = run_end = self.pos
+            while run_end < self.n and "a" <= low[run_end] <= "z":
+                run_end += 1
+            run = low[run_start:run_end]
+            pieces = [run] if run in names else self._split_run(run, run_start, names, what)
+            if len(pieces) > 1:
+                self._check_nothing_lost(run, run_end, pieces, faces)
+            at = run_start
+            for piece in pieces:
+                self.pos = at + len(piece)
+                mods.append(self.foundry_modifier(piece, at, pool=pool))
+                at += len(piece)
         return tuple(m.text for m in mods), tuple(mods)
+
+    def _split_run(self, run: str, start: int, names: tuple[str, ...], what: str) -> list[str]:
+        pieces: list[str] = []
+        at = 0
+        while at < len(run):
+            name = next((m for m in names if run.startswith(m, at)), None)
+            if name is None:
+                self.fail(f"one of the modifiers {what} take ({' '.join(sorted(names))})", start + at)
+            pieces.append(name)
+            at += len(name)
+        return pieces
+
+    def _check_nothing_lost(self, run: str, run_end: int, pieces: list[str], faces: int | None) -> None:
+        end = run_end
+        while end < self.n and self.low[end] in _MODIFIER_TEXT:
+            end += 1
+        lost = self.src[run_end:end]
+        if not lost:
+            return
+        explicit = [foundry.explicit(p, faces) for p in pieces[:-1]]
+        if all(explicit):
+            hint = f"write '{''.join(e for e in explicit if e)}{pieces[-1]}{lost}'"
+        else:
+            hint = "give each modifier before the last its own number, or write them in another order"
+        self.refuse(
+            f"Foundry VTT reads the modifier letters '{run}' as {', '.join(repr(p) for p in pieces)}, each "
+            f"without a number, and ignores the '{lost}' after them, so it would roll this formula "
+            f"differently from how it reads; {hint}."
+        )
+
+    def foundry_modifier(self, name: str, start: int, *, pool: bool) -> foundry.Mod:
+        """One Foundry modifier ``name`` (already read) and the number, comparison and target after it."""
+        count: int | None = None
+        op: str | None = None
+        target: int | None = None
+        if name in ("r", "rr", "x", "xo"):
+            count = self.digits()
+            op = self.comparison()
+            target = self.digits() if op is not None else None
+            if count is not None and op is None:
+                count, target = None, count  # "r2" rerolls 2s; "r1=2" rerolls one 2
+        elif name in foundry.KEEPS:
+            count = self.digits()
+        elif name in ("cs", "cf", "df", "sf", "ms"):
+            op = self.comparison()
+            target = self.digits()
+            if op is not None and target is None:
+                self.fail(f"a number after '{name}{op}'")
+            if name == "ms" and target is None:
+                self.fail("a target number after 'ms', as in 'ms>10'")
+            if name in ("cs", "cf") and target is None:
+                example = "cs>=5" if name == "cs" else "cf<=2"
+                self.refuse(
+                    f"'{name}' needs a target, as in '{example}': Foundry VTT's engine counts nothing for a "
+                    f"'{name}' without one (its documentation says otherwise), so the formula is refused "
+                    "rather than guessed."
+                )
+            if pool and target is None:
+                self.fail(f"a target after the pool modifier '{name}', as in '{name}>=10'")
+            if pool and op is None:
+                op = "="
+        elif name in ("min", "max"):
+            target = self.digits()
+            if target is None:
+                self.fail(f"a number after '{name}', as in '{name}2'")
+        elif name == "c":
+            target = self.digits()
+            if target not in (0, 1):
+                self.fail("'c1' (call heads) or 'c0' (call tails)", start)
+        return foundry.Mod(name, count, op, target, self.low[start : self.pos])
 
     def cp(self, *, required: bool, what: str) -> roll20.CompareRule | None:
         """A Roll20 compare point: ``<N`` (at most), ``>N`` (at least), ``=N`` or ``N``."""
@@ -554,4 +651,4 @@ def parse(formula: str, dialect: str) -> Parsed:
         limit(f"a formula may be at most {MAX_FORMULA_LENGTH} characters long")
     parser = _Parser(formula, dialect)
     root = parser.formula()
-    return Parsed(root, dialect, tuple(parser.inlines))
+    return Parsed(root, dialect, tuple(parser.inlines), parser.dice_total)

@@ -28,6 +28,12 @@ class DieResult(TypedDict):
     compounded: NotRequired[list[int]]  # Roll20 !!: the faces that were added into ``result``
 
 
+class SubRoll(TypedDict):
+    terms: list[Term]
+    total: Number
+    formula: str
+
+
 class DieTerm(TypedDict):
     type: Literal["die"]
     number: int  # how many dice were asked for
@@ -36,8 +42,12 @@ class DieTerm(TypedDict):
     modifiers: list[str]  # as written, e.g. ["kh3"], ["x", "cs>=5"]
     results: list[DieResult]
     total: Number
-    expression: str  # e.g. "4d6kh3"
+    expression: str  # e.g. "4d6kh3", "(1d4)d6"
     flavor: NotRequired[str]  # "[fire]" in Foundry, a label in Roll20
+    # Foundry's computed dice, "(1d4)d6" / "1d(2*3)": the parenthetical rolled for the number of dice or
+    # faces (its terms are one paren term; its total is ``number`` or ``faces``)
+    number_roll: NotRequired[SubRoll]
+    faces_roll: NotRequired[SubRoll]
 
 
 class NumberTerm(TypedDict):
@@ -65,12 +75,6 @@ class FunctionTerm(TypedDict):
     args: list[list[Term]]
     total: Number
     flavor: NotRequired[str]  # a label written after the call: "floor(1d6 / 2)[fire]"
-
-
-class SubRoll(TypedDict):
-    terms: list[Term]
-    total: Number
-    formula: str
 
 
 class PoolTerm(TypedDict):

@@ -1,6 +1,7 @@
 """The one-line text of an evaluated formula, made from its terms.
 
-Each die term shows its results in parentheses after its expression: ``4d6kh3 (6, 5, ~~2~~, 3)``. A die
+Each die term shows its results in parentheses after its expression: ``4d6kh3 (6, 5, ~~2~~, 3)``; a
+computed number or faces shows its own roll the same way: ``(1d4 (3))d6 (1, 2, 3)``. A die
 that no longer counts (dropped or rerolled) is struck through with ``~~``; a die that exploded has ``!``
 after it; a coin shows ``H`` or ``T``. The text ends with `` = total``.
 """
@@ -36,6 +37,19 @@ def _flavor(term: Any) -> str:
     return f"[{flavor}]" if flavor is not None else ""
 
 
+def _expression(term: Any) -> str:
+    """A die term's expression; a computed number or faces shows its own roll: ``(1d4 (3))d6``."""
+    if "number_roll" not in term and "faces_roll" not in term:
+        expression: str = term["expression"]
+        return expression
+    number = describe(term["number_roll"]["terms"]) if "number_roll" in term else fmt(term["number"])
+    if "faces_roll" in term:
+        faces = describe(term["faces_roll"]["terms"])
+    else:
+        faces = {"fate": "F", "coin": "c"}.get(term["kind"], fmt(term["faces"]))
+    return f"{number}d{faces}{''.join(term['modifiers'])}"
+
+
 def describe(terms: list[Term]) -> str:
     """The terms as one line: expressions with their results, operators and numbers."""
     parts = []
@@ -43,7 +57,7 @@ def describe(terms: list[Term]) -> str:
         kind = term["type"]
         if kind == "die":
             t: Any = term
-            parts.append(f"{t['expression']}{_flavor(t)} ({_results(t['results'], t['kind'] == 'coin')})")
+            parts.append(f"{_expression(t)}{_flavor(t)} ({_results(t['results'], t['kind'] == 'coin')})")
         elif kind == "number":
             parts.append(fmt(term["value"]) + _flavor(term))  # type: ignore[typeddict-item]
         elif kind == "operator":

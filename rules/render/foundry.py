@@ -21,7 +21,7 @@ from typing import Any
 
 from rules.dice.terms import DieResult, DieTerm, Number, PoolTerm, Term
 from rules.errors import RulesError
-from rules.render.modifiers import Dialect, foundry_text, parse
+from rules.render.modifiers import Dialect, foundry_texts, parse
 from rules.render.plan import is_unary, plan, terms_total
 from rules.render.text import to_text
 
@@ -146,29 +146,31 @@ def _term(term: Term, dialect: Dialect) -> tuple[JSON, str]:
     return _pool(term, dialect, base, suffix)
 
 
-def _modifiers(modifiers: list[str], dialect: Dialect) -> list[str]:
-    return [text for mod in parse(modifiers, dialect) if (text := foundry_text(mod, dialect))]
+def _modifiers(modifiers: list[str], dialect: Dialect, faces: int | None = None) -> list[str]:
+    return foundry_texts(parse(modifiers, dialect), dialect, faces)
 
 
 _MARGIN = re.compile(r"ms(<=|>=|<|>|=)?(\d+)")
 
 
 def _margin_options(modifiers: list[str]) -> JSON:
-    """Foundry's ``ms`` modifier keeps its target in the term's options, where ``Die#total`` reads it."""
+    """Foundry's ``ms`` modifier keeps its target in the term's options, where ``Die#total`` reads it
+    (each ``ms`` sets its key, so the last of each kind stays)."""
+    options: JSON = {}
     for modifier in modifiers:
         match = _MARGIN.fullmatch(modifier)
         if match:
-            key = "marginFailure" if match[1] in ("<", "<=") else "marginSuccess"
-            return {key: int(match[2])}
-    return {}
+            options["marginFailure" if match[1] in ("<", "<=") else "marginSuccess"] = int(match[2])
+    return options
 
 
 def _die(term: DieTerm, dialect: Dialect, base: JSON, suffix: str) -> tuple[JSON, str]:
     kind = term.get("kind", "standard")
-    modifiers = _modifiers(term["modifiers"], dialect)
+    modifiers = _modifiers(term["modifiers"], dialect, term["faces"])
     margin = _margin_options(modifiers)
     if margin:
         base = {**base, "options": {**base["options"], **margin}}
+    number = js_number(term["number"])
     denomination = {"fate": "f", "coin": "c"}.get(kind, str(term["faces"]))
     data = {
         "class": _DIE_CLASSES.get(kind, "Die"),
@@ -178,7 +180,17 @@ def _die(term: DieTerm, dialect: Dialect, base: JSON, suffix: str) -> tuple[JSON
         "modifiers": modifiers,
         "results": [r for result in term["results"] for r in _results(result)],
     }
-    return data, f"{term['number']}d{denomination}{''.join(modifiers)}{suffix}"
+    # Computed dice, "(1d4)d6": DiceTerm#toJSON writes number and faces through their getters (the inner
+    # rolls' totals) and adds each inner Roll's JSON as _number / _faces, which DiceTerm._fromData reads.
+    if "number_roll" in term:
+        inner = term["number_roll"]
+        data["_number"] = _roll(inner["terms"], inner["total"], dialect)
+        number = data["_number"]["formula"]
+    if "faces_roll" in term:
+        inner = term["faces_roll"]
+        data["_faces"] = _roll(inner["terms"], inner["total"], dialect)
+        denomination = data["_faces"]["formula"]
+    return data, f"{number}d{denomination}{''.join(modifiers)}{suffix}"
 
 
 def _pool(term: PoolTerm, dialect: Dialect, base: JSON, suffix: str) -> tuple[JSON, str]:

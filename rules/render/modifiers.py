@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rules.dice.foundry import explicit
+
 Dialect = Literal["foundry", "roll20"]
 Kind = Literal[
     "explode", "keep", "drop", "reroll", "success", "failure", "crit", "fumble", "sort", "match", "other"
@@ -163,6 +165,21 @@ def foundry_text(mod: Mod, source: Dialect) -> str | None:
             return head
         return f"{head}{mod.comp or '='}{mod.point}"
     return None
+
+
+def foundry_texts(mods: list[Mod], source: Dialect, faces: int | None) -> list[str]:
+    """The modifiers in Foundry notation, each written so that Foundry reads it back on its own.
+
+    Foundry runs the letters of consecutive modifiers together and splits them without their numbers
+    (``xkh3`` is ``x`` then ``kh``, the 3 lost; see ``rules.dice.parser``), so a bare modifier followed
+    by another is written with the number Foundry assumes for it: ``x`` and ``kh3`` on a d10 become
+    ``x10kh3``.
+    """
+    texts = [text for mod in mods if (text := foundry_text(mod, source))]
+    return [
+        (explicit(text, faces) or text) if i + 1 < len(texts) and text.isalpha() else text
+        for i, text in enumerate(texts)
+    ]
 
 
 def _strict(comp: str | None, point: int) -> tuple[str, int]:

@@ -208,8 +208,14 @@ def _expression(terms: Sequence[Term], dialect: Dialect) -> str:
         suffix = f"[{flavor}]" if isinstance(flavor, str) and flavor else ""
         if term["type"] == "die":
             sides = "F" if term.get("kind") == "fate" else str(term["faces"])
+            number = str(term["number"])
+            # Foundry's computed dice keep their parentheticals: "(1d4)d6", as Roll20 writes them too.
+            if "number_roll" in term:
+                number = _expression(term["number_roll"]["terms"], dialect)
+            if "faces_roll" in term:
+                sides = _expression(term["faces_roll"]["terms"], dialect)
             mods = "".join(t for m in _mods(term, dialect) if (t := roll20_text(m, term["faces"])))
-            out.append(f"{term['number']}d{sides}{mods}{suffix}")
+            out.append(f"{number}d{sides}{mods}{suffix}")
         elif term["type"] == "number":
             out.append(js_number(term["value"]) + suffix)
         elif term["type"] == "operator":
@@ -230,6 +236,9 @@ def _faces(terms: Sequence[Term], dialect: Dialect) -> list[str]:
     out: list[str] = []
     for term in terms:
         if term["type"] == "die":
+            for inner in ("faces_roll", "number_roll"):  # rolled before the term's own dice
+                if inner in term:
+                    out += _faces(term[inner]["terms"], dialect)
             faces: list[str] = []
             for r in term["results"]:
                 face = js_number(_value(r)) + ("!" if r.get("exploded") else "")

@@ -10,6 +10,11 @@
  * are required. Two deliberate widenings: a die's options may hold the targets of the `ms` modifier (see
  * `MarginOptions`), and pool modifiers are strings like a die's, because `PoolTerm.TermData["modifiers"]` lists
  * bare modifier names (`"kh"`) while Foundry stores them as written (`"kh2"`).
+ *
+ * Computed dice (`(1d4)d6`, `1d(2*3)`): `DiceTerm#toJSON` writes `number` and `faces` through their getters, so
+ * they stay numbers (the inner rolls' totals, as `TermData` types them), and adds the inner `Roll`s' JSON as
+ * `_number` and `_faces`, which `DiceTerm._fromData` turns back into rolls. The package types those two members
+ * as `number | Roll`; `ComputedJSON` keeps only their `Roll` side, as JSON.
  */
 
 type Terms = typeof foundry.dice.terms;
@@ -31,8 +36,14 @@ type TermCommon<Class extends string> = {
 
 export type DieResultJSON = foundry.dice.terms.DiceTerm.Result;
 
+/** `_number` / `_faces` of a computed die: present only when that member is a `Roll`, written as its JSON. */
+type ComputedJSON = {
+  [K in "_number" | "_faces"]?: Extract<foundry.dice.terms.DiceTerm[K], Roll> extends never ? never : RollJSON;
+};
+
 export type DiceTermJSON = Omit<TermCommon<"Die" | "FateDie" | "Coin">, "options"> &
-  Required<Pick<DiceTermNS, "number" | "faces" | "modifiers">> & {
+  Required<Pick<DiceTermNS, "number" | "faces" | "modifiers">> &
+  ComputedJSON & {
     options: TermCommon<string>["options"] & MarginOptions;
     results: DieResultJSON[];
     method?: DiceTermNS["method"];

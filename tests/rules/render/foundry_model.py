@@ -4,6 +4,10 @@
 term's ``total`` joined with spaces and evaluated as arithmetic); ``term_total`` is each class's ``total``
 getter (a die adds ``count`` instead of ``result`` where a result has one, and only active results).
 ``formula_of`` is ``Roll.getFormula``. None of this calls the renderer's own helpers.
+
+Computed dice (``(1d4)d6``) carry their inner rolls as ``_number``/``_faces`` (``DiceTerm#toJSON``); the
+term's ``number``/``faces`` are those rolls' totals (the getters), and its expression writes the rolls'
+formulas in their place (``DiceTerm#expression``).
 """
 
 from __future__ import annotations
@@ -48,11 +52,15 @@ def _results_total(results: list[dict[str, Any]]) -> float:
 def term_total(term: dict[str, Any]) -> Any:
     cls = term["class"]
     if cls in ("Die", "FateDie", "Coin"):
+        for key, attribute in (("_number", "number"), ("_faces", "faces")):
+            if key in term:
+                assert roll_total(term[key]) == term[key]["total"] == term[attribute]
         total = _results_total(term["results"])
         total = -total if term["number"] < 0 else total
-        if term["options"].get("marginSuccess") is not None:
+        # Die#total tests the margins for truth, as JavaScript does: a margin of 0 is none.
+        if term["options"].get("marginSuccess"):
             return total - term["options"]["marginSuccess"]
-        if term["options"].get("marginFailure") is not None:
+        if term["options"].get("marginFailure"):
             return term["options"]["marginFailure"] - total
         return total
     if cls == "NumericTerm":
@@ -91,8 +99,11 @@ def _flavor(term: dict[str, Any]) -> str:
 def term_formula(term: dict[str, Any]) -> str:
     cls = term["class"]
     if cls in ("Die", "FateDie", "Coin"):
+        number = term["_number"]["formula"] if "_number" in term else str(term["number"])
         denomination = {"FateDie": "f", "Coin": "c"}.get(cls, str(term["faces"]))
-        return f"{term['number']}d{denomination}{''.join(term['modifiers'])}{_flavor(term)}"
+        if "_faces" in term:
+            denomination = term["_faces"]["formula"]
+        return f"{number}d{denomination}{''.join(term['modifiers'])}{_flavor(term)}"
     if cls == "NumericTerm":
         value = term["number"]
         return (str(int(value)) if float(value).is_integer() else str(value)) + _flavor(term)
@@ -121,6 +132,10 @@ def walk_rolls(roll: dict[str, Any]) -> list[dict[str, Any]]:
         elif term["class"] in ("FunctionTerm", "PoolTerm"):
             for inner in term["rolls"]:
                 out += walk_rolls(inner)
+        else:
+            for key in ("_faces", "_number"):
+                if key in term:
+                    out += walk_rolls(term[key])
     return out
 
 

@@ -99,16 +99,17 @@ def test_adversary_disadvantage_is_2d20kl() -> None:
 
 
 def test_honors_edge_chain_faces_are_results_with_exploded_tens_and_whole_chains_kept() -> None:
-    # 3k1 rolling 6, 7 and 10 → 10 → 2: the 22 chain is kept whole, the others are dropped.
+    # 3k1 rolling 6, 7 and 10 → 10 → 2: the 22 chain is kept whole, the others are dropped. The bare
+    # x is written x10 so that it cannot run together with the kh after it.
     roll = to_foundry(scripted({"system": "honors_edge.roll", "pool": "3k1", "bonus": 2}, [6, 7, 10, 10, 2]))
     assert roll == _roll(
-        "3d10xkh + 2",
+        "3d10x10kh + 2",
         [
             _term(
                 "Die",
                 number=3,
                 faces=10,
-                modifiers=["x", "kh"],
+                modifiers=["x10", "kh"],
                 results=[
                     off(6, discarded=True),
                     off(7, discarded=True),
@@ -202,9 +203,9 @@ def test_die_result_flags_pass_through_and_flavor_becomes_options() -> None:
     term = die(3, 6, results, ["x", "r1"], flavor="fire")
     roll = to_foundry(formula_result([term], 14))
     assert roll["terms"] == [
-        _term("Die", options={"flavor": "fire"}, number=3, faces=6, modifiers=["x", "r1"], results=results)
+        _term("Die", options={"flavor": "fire"}, number=3, faces=6, modifiers=["x6", "r1"], results=results)
     ]
-    assert roll["formula"] == "3d6xr1[fire]"
+    assert roll["formula"] == "3d6x6r1[fire]"
 
 
 def test_fate_and_coin_dice_use_their_classes_and_denominations() -> None:
@@ -346,8 +347,41 @@ def test_roll20_modifiers_are_written_in_foundry_notation(roll20: list[str], fou
 
 
 def test_foundry_modifiers_pass_through_as_written() -> None:
-    term = die(4, 6, [on(3), on(4), on(6), on(1)], ["xo", "kh3", "min2", "ms>10"])
-    assert to_foundry(formula_result([term], 14))["terms"][0]["modifiers"] == ["xo", "kh3", "min2", "ms>10"]
+    term = die(4, 6, [on(3), on(4), on(6), on(1)], ["xo>=6", "kh3", "min2", "ms>10"])
+    modifiers = ["xo>=6", "kh3", "min2", "ms>10"]
+    assert to_foundry(formula_result([term], 14))["terms"][0]["modifiers"] == modifiers
+
+
+@pytest.mark.parametrize(
+    ("modifiers", "faces", "written"),
+    [
+        # Foundry reads "xkh3" as x then kh (keep 1): the bare modifier gets the number Foundry assumes.
+        (["x", "kh3"], 10, ["x10", "kh3"]),
+        (["xo", "kh3"], 6, ["xo6", "kh3"]),
+        (["r", "dl2"], 6, ["r1", "dl2"]),
+        (["rr", "x"], 6, ["rr1", "x"]),
+        (["k", "x"], 6, ["kh1", "x"]),
+        (["d", "x"], 6, ["dl1", "x"]),
+        (["kl", "cs>=4"], 6, ["kl1", "cs>=4"]),
+        (["x"], 6, ["x"]),  # last: nothing follows it
+        (["kh3", "x"], 6, ["kh3", "x"]),  # has its number already
+    ],
+)
+def test_a_bare_modifier_followed_by_another_is_written_with_its_number(
+    modifiers: list[str], faces: int, written: list[str]
+) -> None:
+    term = die(2, faces, [on(3), on(4)], modifiers)
+    roll = to_foundry(formula_result([term], 7))
+    assert roll["terms"][0]["modifiers"] == written
+    assert roll["formula"] == f"2d{faces}{''.join(written)}"
+
+
+def test_roll20_explosion_then_keep_is_written_so_foundry_keeps_as_many() -> None:
+    # Roll20's 4d6!k3 becomes Foundry's x then kh3, which must not be "xkh3" (Foundry would keep 1).
+    result = scripted({"system": "dice", "formula": "4d6!k3", "dialect": "roll20"}, [6, 2, 5, 3, 4])
+    roll = to_foundry(result)
+    assert roll["formula"] == "4d6x6kh3"
+    assert roll["total"] == result["total"] == 15
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -427,3 +461,52 @@ def test_daggerheart_attack_leaves_its_damage_dice_out_of_the_attack_roll() -> N
         assert "d8" not in roll["formula"]
         assert roll["total"] == result["total"] == 18
         assert sorted(fm.dice_faces(roll)) == sorted(faces[: len(faces) - 2])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Computed dice and the details of Die that the renderer carries.
+
+
+def test_computed_number_is_written_as_dice_term_to_json_writes_it() -> None:
+    # DiceTerm#toJSON: number through its getter (the inner roll's total), the inner Roll as _number. The
+    # inner Roll is Roll.fromTerms([ParentheticalTerm]), as DiceTerm.fromParseNode builds it.
+    result = scripted({"system": "dice", "formula": "(1d4)d6 + 1"}, [3, 2, 5, 1])
+    roll = to_foundry(result)
+    d4 = _term("Die", number=1, faces=4, modifiers=[], results=[on(3)])
+    inner = _roll("(1d4)", [_term("ParentheticalTerm", term="1d4", roll=_roll("1d4", [d4], 3))], 3)
+    assert roll == _roll(
+        "(1d4)d6 + 1",
+        [
+            _term("Die", number=3, faces=6, modifiers=[], results=[on(2), on(5), on(1)], _number=inner),
+            PLUS,
+            _term("NumericTerm", number=1),
+        ],
+        9,
+    )
+    assert fm.dice_faces(roll) == [2, 5, 1, 3]  # Dice So Nice animates the inner d4 too
+
+
+def test_computed_faces_are_written_as_faces_and_faces_roll() -> None:
+    roll = to_foundry(scripted({"system": "dice", "formula": "1d(2 * 3)[fire]"}, [5]))
+    term = roll["terms"][0]
+    assert (term["number"], term["faces"], term["options"]) == (1, 6, {"flavor": "fire"})
+    assert "_number" not in term
+    assert term["_faces"]["formula"] == "(2 * 3)"
+    assert term["_faces"]["terms"][0]["roll"]["formula"] == "2 * 3"
+    assert roll["formula"] == "1d(2 * 3)[fire]"
+
+
+def test_honors_edge_pool_is_written_so_foundry_keeps_three() -> None:
+    # 5k3 with an exploding 10: Foundry would read "5d10xkh3" as x then kh (keep one).
+    result = scripted({"system": "honors_edge.roll", "pool": "5k3"}, [10, 4, 3, 2, 1, 7])
+    roll = to_foundry(result)
+    assert roll["formula"] == "5d10x10kh3"
+    assert roll["terms"][0]["modifiers"] == ["x10", "kh3"]
+    assert roll["total"] == result["total"] == 17 + 4 + 3
+
+
+def test_two_margins_are_both_kept_in_the_options() -> None:
+    result = scripted({"system": "dice", "formula": "3d6ms<20ms>5"}, [1, 2, 3])
+    roll = to_foundry(result)
+    assert roll["terms"][0]["options"] == {"marginFailure": 20, "marginSuccess": 5}
+    assert fm.roll_total(roll) == roll["total"] == result["total"] == 1

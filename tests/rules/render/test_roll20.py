@@ -300,3 +300,20 @@ def test_escape_leaves_words_and_numbers_alone() -> None:
     assert escape(plain) == plain
     assert escape("a|b") == "a&#124;b"
     assert escape("Honor’s édge") == "Honor’s édge"
+
+
+def test_foundry_computed_dice_in_roll20_show_their_inner_roll() -> None:
+    # Roll20 writes computed dice the same way, "(1d4)d6"; the roll-result has no place for the inner
+    # roll, so its d4 appears in the chat line's dice (first, as it was rolled) and the entries still add up.
+    result = scripted({"system": "dice", "formula": "(1d4)d6 + 1"}, [3, 2, 5, 1])
+    out = to_roll20(result)
+    assert out["rollresult"]["rolls"][0] == {
+        "type": "R",
+        "dice": 3,
+        "sides": 6,
+        "mods": {},
+        "results": [{"v": 2}, {"v": 5}, {"v": 1}],
+    }
+    assert out["rollresult"]["total"] == 9
+    assert "{{Roll=(1d4)d6 + 1}}" in out["chat"]
+    assert "{{Dice=1d4: 3; (1d4)d6: 2, 5, 1}}" in out["chat"]
