@@ -63,7 +63,8 @@ function rollable(/** @type {TermLike} */ term) {
 export function resultFor(term, face) {
   if (/^d\d+$/.test(term.denomination) || typeof term.mapRandomFace !== "function") return face;
   const faces = /** @type {number} */ (term.faces);
-  return term.mapRandomFace((faces - face + 0.5) / faces);
+  // "+ 0" turns the -0 a Fate die can map to into 0.
+  return term.mapRandomFace((faces - face + 0.5) / faces) + 0;
 }
 
 export class FacesBroker {
