@@ -149,6 +149,7 @@ export const SYSTEM_NAMES = {
   "nexus.test": ["Nexus", "Skill test"],
   "nexus.check": ["Nexus", "Check"],
   dice: ["Dice", "Formula"],
+  faces: ["Foundry VTT", "Dice faces"],
 };
 
 export function systemName(system, intent) {
@@ -409,6 +410,11 @@ function formula(r) {
   return [h("span", { class: "headline" }, str(r.total)), r.formula ? null : totalLine(r)];
 }
 
+/** Faces a VTT asked for: they have no total of their own, the VTT's formula adds them up. */
+function faces(r) {
+  return [h("span", { class: "total" }, r.for ? ["for ", h("b", {}, str(r.for))] : "faces for a VTT roll")];
+}
+
 const OUTCOMES = {
   "drawsteel.power": drawSteelPower,
   "drawsteel.ability": drawSteelAbility,
@@ -420,6 +426,7 @@ const OUTCOMES = {
   "nexus.test": nexusTest,
   "nexus.check": nexusCheck,
   dice: formula,
+  faces,
 };
 
 function isCritical(r) {

@@ -304,3 +304,22 @@ def test_new_rolls_animate_in_unless_reduced_motion_is_asked_for(
     expect(card(page, still["seq"])).to_be_visible(timeout=2000)
     names = page.evaluate(ANIMATIONS, still["seq"])
     assert names == ["none", "none"]
+
+
+def test_a_vtts_faces_are_shown_with_the_formula_they_are_for(
+    page: Page, relay: Relay, room: dict[str, str], wire: Any
+) -> None:
+    open_watch(page, relay, room["spectator"])
+    gm = wire(room["gm"], "Mercer")
+    event = gm.roll(
+        {
+            "system": "faces",
+            "dice": [{"number": 2, "faces": 20}, {"number": 1, "faces": 6}],
+            "formula": "2d20kh + 1d6",
+        }
+    )
+    entry = card(page, event["seq"])
+    expect(entry).to_contain_text("Foundry VTT · Dice faces", timeout=2000)
+    expect(entry).to_contain_text("for 2d20kh + 1d6")
+    expect(entry.locator(".die")).to_have_count(3)
+    assert "null" not in entry.inner_text(), "a faces roll has no total to show"
