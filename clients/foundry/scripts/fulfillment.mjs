@@ -84,6 +84,10 @@ export class FacesBroker {
    * @returns {Promise<RollContext>}
    */
   async prefetch(terms, about) {
+    // An inner roll (the `(1d4)` of `(1d4)d6`) is evaluated by Foundry as a roll of its own, after its outer
+    // roll already asked for its dice: it must use those faces, not ask again.
+    const enclosing = terms.map((t) => this.rolls.get(t)).find(Boolean);
+    if (enclosing) return enclosing.context;
     /** @type {RollContext} */
     const context = { via: true, seqs: [], roundTrips: 0 };
     for (const term of terms) this.rolls.set(term, { context, about });

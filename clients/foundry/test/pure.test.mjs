@@ -155,6 +155,16 @@ describe("the faces broker", () => {
     assert.equal(asked.length, 1);
   });
 
+  test("an inner roll evaluated on its own uses the faces its outer roll already asked for", async () => {
+    const { b, asked } = broker(counting());
+    const inner = term(1, 4);
+    const outer = term(undefined, 6);
+    const context = await b.prefetch([inner, outer], { visibility: "public" });
+    assert.equal(await b.prefetch([inner], { visibility: "public" }), context, "the same roll, the same context");
+    assert.equal(asked.length, 1, "no second request for the inner die");
+    assert.equal(await b.face(inner), 1);
+  });
+
   test("offline: fall back (and stay with Foundry's dice for the whole roll) or refuse", async () => {
     const off = broker(counting(), { connected: false });
     const d = term(1, 20);
