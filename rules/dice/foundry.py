@@ -231,7 +231,7 @@ def roll_die(ctx: Ctx, node: DiceNode, out: Out) -> Number:
     for r in results:
         if r["active"]:
             total += r["count"] if "count" in r else r["result"]
-    total = apply_margin(total, margins)
+    total = _margin_total(total, margins)
     term: dict[str, Any] = {
         "type": "die",
         "number": n,
@@ -264,7 +264,7 @@ def _keep_or_drop(results: list[Result], name: str, count: int) -> bool:
     return True
 
 
-def apply_margin(total: Number, margins: dict[str, int]) -> Number:
+def _margin_total(total: Number, margins: dict[str, int]) -> Number:
     """``ms``: ``Die#total`` subtracts a success margin, or a failure margin takes the total away from
     its target. Both are kept in the term's options; a target of 0 counts as none there (JavaScript
     reads 0 as false), and a success margin wins when both are set."""

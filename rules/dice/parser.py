@@ -337,44 +337,35 @@ class _Parser:
                 kinds = "'F' (Fate dice)" if self.roll20 else "'F' (Fate dice) or 'c' (a coin)"
                 self.fail(f"the number of faces (as in 'd6') or {kinds}")
         count = 1 if number is None else number
-        if isinstance(count, ParenNode) or isinstance(faces, ParenNode):
-            return self.computed_dice(count, faces, kind, start)
-        if kind == "standard":
-            if faces > MAX_FACES:
-                limit(f"a die may have at most {MAX_FACES:,} faces")
-            if faces < 1 and not (self.roll20 and count == 0):
-                self.fail("a die with at least 1 face", start)
-        self.dice_total += count
-        if count > MAX_DICE or self.dice_total > MAX_DICE:
-            limit(f"a formula may ask for at most {MAX_DICE} dice")
-        if self.roll20:
-            mod_texts, spec = self.roll20_modifiers()
-            roller = roll20.roll_die if mod_texts or kind != "standard" else roll_plain
-            return DiceNode(count, faces, kind, mod_texts, spec, roller, self.label())
-        mod_texts, mods = self.foundry_modifiers(kind, faces=faces)
-        roller = foundry.roll_die if mod_texts or kind != "standard" else roll_plain
-        return DiceNode(count, faces, kind, mod_texts, mods, roller, self.label())
-
-    def computed_dice(self, count: int | ParenNode, faces: int | ParenNode, kind: str, start: int) -> Node:
-        """Dice whose number or faces is a parenthetical (Foundry's "Parenthetical Expressions")."""
-        if self.roll20:
+        computed = isinstance(count, ParenNode) or isinstance(faces, ParenNode)
+        if computed and self.roll20:
             self.refuse(
                 f"computed dice such as '{self.src[start : self.pos]}' are not supported in Roll20 notation "
                 "(Roll20 does not document the order in which it rolls them nor how its roll results show "
                 "them); roll the number of dice first and write it as a number."
             )
+        # Written numbers are checked here; computed ones when they are known (ComputedDiceNode).
+        if kind == "standard" and isinstance(faces, int):
+            if faces > MAX_FACES:
+                limit(f"a die may have at most {MAX_FACES:,} faces")
+            if faces < 1 and not (self.roll20 and count == 0):
+                self.fail("a die with at least 1 face", start)
         if isinstance(count, int):
             self.dice_total += count
             if count > MAX_DICE or self.dice_total > MAX_DICE:
                 limit(f"a formula may ask for at most {MAX_DICE} dice")
-        if isinstance(faces, int):
-            if faces > MAX_FACES:
-                limit(f"a die may have at most {MAX_FACES:,} faces")
-            if faces < 1:
-                self.fail("a die with at least 1 face", start)
+        if self.roll20:
+            assert isinstance(count, int)
+            assert isinstance(faces, int)
+            mod_texts, spec = self.roll20_modifiers()
+            roller = roll20.roll_die if mod_texts or kind != "standard" else roll_plain
+            return DiceNode(count, faces, kind, mod_texts, spec, roller, self.label())
         mod_texts, mods = self.foundry_modifiers(kind, faces=faces if isinstance(faces, int) else None)
         roller = foundry.roll_die if mod_texts or kind != "standard" else roll_plain
-        return ComputedDiceNode(count, faces, kind, mod_texts, mods, roller, self.label())
+        if isinstance(count, ParenNode) or isinstance(faces, ParenNode):
+            # Foundry's "Parenthetical Expressions": (1d4)d6, 1d(2*3).
+            return ComputedDiceNode(count, faces, kind, mod_texts, mods, roller, self.label())
+        return DiceNode(count, faces, kind, mod_texts, mods, roller, self.label())
 
     def comparison(self) -> str | None:
         for op in _COMPARISONS:

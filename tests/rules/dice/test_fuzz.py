@@ -58,7 +58,14 @@ def formulas(dialect: str) -> st.SearchStrategy[str]:
             st.lists(inner, min_size=1, max_size=3),
             st.sampled_from(pool_mods),
         )
-        options = [binary, paren, negated, call, pool]
+        # Computed dice, "(1d4)d6" and "1d(2*3)": rolled in Foundry, refused in Roll20.
+        computed = st.builds(
+            lambda a, b, which: f"({a})d6" if which == 0 else f"1d({a})" if which == 1 else f"({a})d({b})kh",
+            inner,
+            inner,
+            st.integers(0, 2),
+        )
+        options = [binary, paren, negated, call, pool, computed]
         if dialect == "roll20":
             options.append(inner.map(lambda a: f"[[{a}]]"))
         return st.one_of(*options)
