@@ -654,7 +654,10 @@ async def run(
         ) as server:
             port = server.sockets[0].getsockname()[1] if server.sockets else config.port
             relay.public_base = public.public_base(config, (config.host, port))
-            public.record_serving(config.data, relay.public_base)
+            try:
+                public.record_serving(config.data, relay.public_base)
+            except OSError as exc:  # only the links other commands print suffer; serving goes on
+                logger.warning("cannot_record_address", data=str(config.data), error=str(exc))
             logger.info(
                 "listening",
                 host=config.host,

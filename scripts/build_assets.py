@@ -57,9 +57,9 @@ def copy_clients(repo: Path, into: Path, *, keep_paths: bool = False) -> list[st
     return copied
 
 
-def vendor(repo: Path, into: Path) -> None:
+def vendor(repo: Path, into: Path, packages: tuple[Vendored, ...] = VENDORED) -> None:
     """Make ``into/NAME`` hold each ``Vendored`` package's build, at the version its lock file names."""
-    for package in VENDORED:
+    for package in packages:
         _vendor_one(repo, package, into / package.name)
 
 
