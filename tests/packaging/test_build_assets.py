@@ -104,3 +104,24 @@ def test_develop_links_each_client_folder_into_the_package(tmp_path: Path) -> No
     (repo / "clients" / "foundry").mkdir()
     build.develop(repo)
     assert os.readlink(served / "foundry") == "../../clients/foundry"
+
+
+def test_node_modules_is_used_only_when_npm_installed_exactly_the_locked_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The container's wheel stage: npm ran in an earlier stage, and there is no npm here."""
+    installed = ROOT / "clients" / "js" / "node_modules"
+    assert (installed / ".package-lock.json").is_file(), "run scripts/setup.d/js-client.sh"
+    repo = small_repo(tmp_path / "repo")
+    modules = repo / "clients" / "js" / "node_modules"
+    shutil.copytree(installed / "@msgpack", modules / "@msgpack")
+    shutil.copyfile(installed / ".package-lock.json", modules / ".package-lock.json")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    build.vendor(repo, tmp_path / "ok", (MSGPACK,))
+    assert (tmp_path / "ok" / "msgpack" / "index.mjs").is_file()
+    # npm's record names another build than the lock: not used, and without npm that is an error.
+    record = json.loads((modules / ".package-lock.json").read_text())
+    record["packages"]["node_modules/@msgpack/msgpack"]["integrity"] = "sha512-another"
+    (modules / ".package-lock.json").write_text(json.dumps(record))
+    with pytest.raises(build.BuildError, match="npm is needed once"):
+        build.vendor(repo, tmp_path / "tampered", (MSGPACK,))
