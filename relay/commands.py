@@ -16,6 +16,9 @@ from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync
 
+# The page each role opens its link on.
+_PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
+
 
 def _config(args: argparse.Namespace, **extra: Any) -> Config:
     overrides = {
@@ -184,7 +187,3 @@ def token_command(args: argparse.Namespace) -> int:
     token = auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl)
     print(public.link(public.public_base(config), _PAGE[args.role], token) if args.link else token)
     return 0
-
-
-# The page each role opens its link on.
-_PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
