@@ -215,18 +215,11 @@ def _copy(source: Path, target: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
-        "--develop", action="store_true", help="link this checkout's clients into relay/_served (for -e)"
+        "--develop", action="store_true", required=True, help="link the checkout's clients into relay/_served"
     )
-    parser.add_argument("--into", type=Path, help="copy the clients and vendored builds into this folder")
-    args = parser.parse_args(argv)
-    if not args.develop and args.into is None:
-        parser.error("say --develop or --into FOLDER")
+    parser.parse_args(argv)
     try:
-        if args.develop:
-            develop(ROOT)
-        if args.into is not None:
-            copy_clients(ROOT, args.into)
-            vendor(ROOT, args.into / VENDOR)
+        develop(ROOT)
     except BuildError as exc:
         print(f"build_assets: {exc}", file=sys.stderr)
         return 1
