@@ -18,6 +18,11 @@ from setuptools.command.sdist import sdist
 HERE = Path(__file__).resolve().parent
 
 
+def _fail_clearly(error: Exception) -> None:
+    """A build step's sentence, without a traceback around it (pip shows the backend's output)."""
+    raise SystemExit(f"error: {error}") from None
+
+
 def _build_assets() -> Any:
     spec = importlib.util.spec_from_file_location("build_assets", HERE / "scripts" / "build_assets.py")
     assert spec is not None
@@ -34,8 +39,11 @@ class BuildPyWithClients(build_py):
             return  # an editable install reads the checkout; scripts/build_assets.py --develop links it
         build = _build_assets()
         served = Path(self.build_lib) / "relay" / build.SERVED
-        build.copy_clients(HERE, served)
-        build.vendor(HERE, served / build.VENDOR)
+        try:
+            build.copy_clients(HERE, served)
+            build.vendor(HERE, served / build.VENDOR)
+        except build.BuildError as exc:
+            _fail_clearly(exc)
 
 
 class SdistWithClients(sdist):
@@ -43,9 +51,12 @@ class SdistWithClients(sdist):
         super().make_release_tree(base_dir, files)
         build = _build_assets()
         base = Path(base_dir)
-        build.copy_clients(HERE, base, keep_paths=True)
-        build.copy_locks(HERE, base)
-        build.vendor(HERE, base / "relay" / build.SERVED / build.VENDOR)
+        try:
+            build.copy_clients(HERE, base, keep_paths=True)
+            build.copy_locks(HERE, base)
+            build.vendor(HERE, base / "relay" / build.SERVED / build.VENDOR)
+        except build.BuildError as exc:
+            _fail_clearly(exc)
 
 
 setup(cmdclass={"build_py": BuildPyWithClients, "sdist": SdistWithClients})
