@@ -9,6 +9,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -16,6 +17,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="tablerelay",
         description="A WebSocket relay for virtual tabletop tables, with server-side dice.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the relay server")
@@ -25,6 +27,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a TOML config file (TABLERELAY_CONFIG)")
     serve.add_argument("--log-format", choices=["auto", "json", "console"], help="log line format")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="log level [info]")
+    serve.add_argument(
+        "--public-url",
+        help="the address people open, e.g. behind a proxy [http://HOST:PORT] (TABLERELAY_PUBLIC_URL)",
+    )
 
     room = sub.add_parser("room", help="create or list rooms")
     room_sub = room.add_subparsers(dest="room_command", required=True, metavar="ACTION")
@@ -35,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--json", action="store_true", help="print one JSON object")
     create.add_argument("--fear-max", type=int, help="the room's Fear limit [12]")
     create.add_argument("--hope-max", type=int, help="each participant's Hope limit [6]")
+    create.add_argument(
+        "--public-url",
+        help="the server's address for links [the running server's] (TABLERELAY_PUBLIC_URL)",
+    )
     listing = room_sub.add_parser("list", help="list rooms")
     listing.add_argument("--data", help="data folder [./data]")
     listing.add_argument("--config", help="a TOML config file")
@@ -47,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, help="seconds until the token expires [30 days]")
     token.add_argument("--data", help="data folder [./data]")
     token.add_argument("--config", help="a TOML config file")
+    token.add_argument(
+        "--link", action="store_true", help="print the page link with the token, not the token"
+    )
+    token.add_argument(
+        "--public-url", help="the server's address for --link [the running server's] (TABLERELAY_PUBLIC_URL)"
+    )
 
     foundry = sub.add_parser("foundry", help="the Foundry VTT module the relay serves")
     foundry_sub = foundry.add_subparsers(dest="foundry_command", required=True, metavar="ACTION")
@@ -68,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
     roll.add_argument("args", nargs="*", metavar="key=value")
     roll.add_argument("--json", action="store_true", help="print the exact result as JSON")
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("tablerelay")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,15 +11,25 @@ import signal
 import sys
 from typing import Any
 
-from relay import auth, logs
+from relay import auth, logs, public
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync
 
+# The page each role opens its link on.
+_PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
+
 
 def _config(args: argparse.Namespace, **extra: Any) -> Config:
-    overrides = {"data": getattr(args, "data", None), **extra}
-    return load(getattr(args, "config", None), overrides)
+    overrides = {
+        "data": getattr(args, "data", None),
+        "public_url": getattr(args, "public_url", None),
+        **extra,
+    }
+    config = load(getattr(args, "config", None), overrides)
+    if config.public_url:
+        public.check_public_url(config.public_url)  # a bad address stops every command with a sentence
+    return config
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -75,16 +85,6 @@ def _check(config: Config) -> None:
         raise ConfigError("limits.rate and limits.hello_timeout must be positive.")
 
 
-def _public_base(config: Config) -> str:
-    if config.public_url:
-        return config.public_url.rstrip("/")
-    host = config.host
-    if host in ("0.0.0.0", "::", ""):  # noqa: S104 (naming the wildcard, not binding it)
-        host = "127.0.0.1"
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{config.port}"
-
-
 def room_create_command(args: argparse.Namespace) -> int:
     try:
         config = _config(args)
@@ -112,10 +112,24 @@ def room_create_command(args: argparse.Namespace) -> int:
     gm = auth.issue(secret, info.id, "gm", sub=auth.new_gm_id())
     player = auth.issue(secret, info.id, "player")
     spectator = auth.issue(secret, info.id, "spectator")
-    watch = f"{_public_base(config)}/watch#{spectator}"
+    base = public.public_base(config)
+    links = {
+        "gm": public.link(base, _PAGE["gm"], gm),
+        "player": public.link(base, _PAGE["player"], player),
+        "spectator": public.link(base, _PAGE["spectator"], spectator),
+    }
     if args.json:
         print(
-            json.dumps({"room": info.id, "gm": gm, "player": player, "spectator": spectator, "watch": watch})
+            json.dumps(
+                {
+                    "room": info.id,
+                    "gm": gm,
+                    "player": player,
+                    "spectator": spectator,
+                    "watch": links["spectator"],
+                    "links": links,
+                }
+            )
         )
         return 0
     print(f"Room {info.name!r} created with id {info.id}.")
@@ -123,7 +137,10 @@ def room_create_command(args: argparse.Namespace) -> int:
     print(f"GM token (keep it secret):\n  {gm}")
     print(f"Player invite (each use makes a new player):\n  {player}")
     print(f"Spectator token:\n  {spectator}")
-    print(f"Spectator page:\n  {watch}")
+    print()
+    print(f"GM page (keep it secret):\n  {links['gm']}")
+    print(f"Player page (one link for all players):\n  {links['player']}")
+    print(f"Spectator page:\n  {links['spectator']}")
     return 0
 
 
@@ -167,22 +184,23 @@ def token_command(args: argparse.Namespace) -> int:
     secret = auth.load_secret(config.data, config.secret)
     ttl = auth.DEFAULT_TTL if args.ttl is None else args.ttl
     sub = auth.new_gm_id() if args.role == "gm" else None
-    print(auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl))
+    token = auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl)
+    print(public.link(public.public_base(config), _PAGE[args.role], token) if args.link else token)
     return 0
 
 
 def foundry_package_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from relay import foundry, static
+    from relay import foundry
 
     try:
         config = _config(args)
     except ConfigError as exc:
         return _fail(str(exc))
-    base = (args.public_url or _public_base(config)).rstrip("/")
+    base = (args.public_url or public.public_base(config)).rstrip("/")
     try:
-        data = foundry.package(foundry.repository_sources(static.CLIENTS), base)
+        data = foundry.package(foundry.installed_sources(), base)
     except foundry.FoundryPackageError as exc:
         return _fail(str(exc))
     out = Path(args.out)

@@ -17,10 +17,13 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
-from typing import Any, Protocol
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from relay import assets
 
 MODULE_ID = "tablerelay"
 MANIFEST_PATH = "/foundry/module.json"
@@ -32,25 +35,22 @@ CLIENT_IMPORT = 'from "@msgpack/msgpack"'
 EPOCH = (2024, 1, 1, 0, 0, 0)
 
 
-class Folder(Protocol):
-    """A folder of files: a ``pathlib.Path`` or an ``importlib.resources`` Traversable."""
-
-    def iterdir(self) -> Any: ...
-    def joinpath(self, *parts: str) -> Any: ...
-    def is_dir(self) -> bool: ...
-    def is_file(self) -> bool: ...
-    def read_bytes(self) -> bytes: ...
-    @property
-    def name(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class Sources:
-    """Where the module's parts are: the module folder, the JS client file and the MessagePack ESM folder."""
+    """The module's parts: its own served files, the JS client file and the MessagePack ESM folder."""
 
-    module: Folder
-    client: Folder
-    msgpack: Folder
+    module: list[tuple[str, Traversable]]
+    client: Traversable
+    msgpack: Traversable
+
+
+def installed_sources() -> Sources:
+    """The parts as this installation serves them (a checkout's links or a wheel's copies; relay.assets)."""
+    return Sources(
+        module=list(assets.client_paths("foundry")),
+        client=assets.client_files("js").joinpath("tablerelay.js"),
+        msgpack=assets.client_files(assets.VENDOR).joinpath("msgpack"),
+    )
 
 
 class FoundryPackageError(Exception):
@@ -66,8 +66,11 @@ def version() -> str:
 
 def manifest(sources: Sources, base_url: str) -> dict[str, Any]:
     """``module.json`` with this relay's version and the absolute addresses Foundry installs from."""
+    found = dict(sources.module).get("module.json")
+    if found is None:
+        raise FoundryPackageError("The Foundry module is not installed with this relay (no module.json).")
     try:
-        data: dict[str, Any] = json.loads(sources.module.joinpath("module.json").read_bytes())
+        data: dict[str, Any] = json.loads(found.read_bytes())
     except (OSError, ValueError) as exc:
         raise FoundryPackageError(f"The Foundry module's module.json cannot be read: {exc}.") from exc
     base = base_url.rstrip("/")
@@ -78,15 +81,12 @@ def manifest(sources: Sources, base_url: str) -> dict[str, Any]:
     return data
 
 
-def _files(folder: Folder, prefix: str = "") -> list[tuple[str, Folder]]:
-    out: list[tuple[str, Folder]] = []
+def _files(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        name = prefix + entry.name
         if entry.is_dir():
-            out.extend(_files(entry, name + "/"))
+            yield from _files(entry, f"{prefix}{entry.name}/")
         elif entry.is_file():
-            out.append((name, entry))
-    return out
+            yield f"{prefix}{entry.name}", entry
 
 
 def package(sources: Sources, base_url: str) -> bytes:
@@ -107,7 +107,7 @@ def package(sources: Sources, base_url: str) -> bytes:
             b'export { TableRelay, TableRelayError, verifyCommitment } from "../lib/tablerelay.mjs";\n'
         ),
     }
-    for name, entry in _files(sources.module):
+    for name, entry in sources.module:
         if name in entries or not name.startswith(SHIPPED):
             continue
         entries[name] = entry.read_bytes()
@@ -123,12 +123,3 @@ def package(sources: Sources, base_url: str) -> bytes:
             info.external_attr = 0o644 << 16
             zf.writestr(info, entries[name])
     return buffer.getvalue()
-
-
-def repository_sources(root: Path) -> Sources:
-    """The sources in a checkout (``root`` is the repository's ``clients`` folder)."""
-    return Sources(
-        module=root / "foundry",
-        client=root / "js" / "tablerelay.js",
-        msgpack=root / "js" / "node_modules" / "@msgpack" / "msgpack" / "dist.esm",
-    )

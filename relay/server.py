@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, fanout, foundry, protocol, static
+from relay import auth, fanout, foundry, protocol, public, static
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -42,6 +42,10 @@ from relay.state import RoomState
 
 logger = get_logger("relay.server")
 MAX_ROOM_ID = 64
+NOT_BUILT = (
+    b"This page is not installed on this server. A wheel carries it; a checkout needs "
+    b"'python scripts/build_assets.py --develop' (./scripts/run does it).\n"
+)
 
 
 def _reason(text: str) -> str:
@@ -128,6 +132,9 @@ class Relay:
         self._idle = asyncio.Event()
         self._idle.set()
         self.started = time.time()
+        # Where people reach this server: the base of every absolute link it serves. ``run`` sets it again
+        # once the socket is bound (with --port 0 only the socket knows the port).
+        self.public_base = public.public_base(config, (config.host, config.port))
 
     # -- rooms -------------------------------------------------------------------------------------------
 
@@ -516,15 +523,13 @@ class Relay:
                 return _response(404, b"Not found.\n", "text/plain; charset=utf-8")
             return _response(200, data, static.content_type(file))
         if path in static.PAGES:
-            return _response(
-                404, b"This page is not installed on this server.\n", "text/plain; charset=utf-8"
-            )
+            return _response(404, NOT_BUILT, "text/plain; charset=utf-8")
         return _response(404, b"Not found.\n", "text/plain; charset=utf-8")
 
     async def _foundry(self, path: str, request: Request) -> Response:
         """The Foundry module's manifest or zip, with addresses that name this relay as it was reached."""
         base = self.config.public_url or _request_base(request)
-        sources = foundry.repository_sources(static.CLIENTS)
+        sources = foundry.installed_sources()
         try:
             if path == foundry.MANIFEST_PATH:
                 body = json.dumps(foundry.manifest(sources, base), indent=2).encode()
@@ -677,7 +682,18 @@ async def run(
             close_timeout=10,
         ) as server:
             port = server.sockets[0].getsockname()[1] if server.sockets else config.port
-            logger.info("listening", host=config.host, port=port, url=_url(config.host, port))
+            relay.public_base = public.public_base(config, (config.host, port))
+            try:
+                public.record_serving(config.data, relay.public_base)
+            except OSError as exc:  # only the links other commands print suffer; serving goes on
+                logger.warning("cannot_record_address", data=str(config.data), error=str(exc))
+            logger.info(
+                "listening",
+                host=config.host,
+                port=port,
+                url=_url(config.host, port),
+                public_url=relay.public_base,
+            )
             if on_ready is not None:
                 on_ready(server, relay)
             await stop.wait()
@@ -685,5 +701,6 @@ async def run(
             await relay.shutdown(server)
         await relay.drain()
     finally:
+        public.forget_serving(config.data)
         await log.close()
         logger.info("stopped")

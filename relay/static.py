@@ -1,24 +1,26 @@
 """Files the server hands out over plain HTTP: the spectator and table pages and the JS they load.
 
-Paths map to folders under the repository's ``clients/``; a request can only ever reach a regular file
-inside the mapped folder (no ``..``, no absolute paths, no symlink escapes).
+Paths map to served clients (``relay/assets.py``), found through ``importlib.resources``; a request can only
+ever reach a file its client declares, inside that client's folder (no ``..``, no absolute paths, no
+symlink escapes).
 """
 
 from __future__ import annotations
 
+from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
-CLIENTS = Path(__file__).resolve().parents[1] / "clients"
+from relay import assets
 
 PAGES = {
     "/watch": ("web", "watch.html"),
     "/table": ("web", "table.html"),
 }
 PREFIXES = {
-    "/web/": ("web",),
-    "/js/": ("js",),
-    "/vendor/msgpack/": ("js", "node_modules", "@msgpack", "msgpack", "dist.esm"),
+    "/web/": "web",
+    "/js/": "js",
+    "/vendor/": assets.VENDOR,
 }
 TYPES = {
     ".js": "text/javascript; charset=utf-8",
@@ -32,35 +34,43 @@ TYPES = {
 }
 
 
-def resolve(path: str, root: Path = CLIENTS) -> Path | None:
-    """The file a request path names, or None when it names nothing we serve."""
+def resolve(path: str, served: Traversable | None = None) -> Traversable | None:
+    """The file a request path names, or None when it names nothing we serve.
+
+    ``served`` is the folder holding the clients (default: the installed package's, via ``assets``).
+    """
     page = PAGES.get(path)
     if page is not None:
-        return _inside(root.joinpath(page[0]), page[1])
-    for prefix, folder in PREFIXES.items():
+        return _inside(served, page[0], page[1])
+    for prefix, name in PREFIXES.items():
         if path.startswith(prefix):
-            return _inside(root.joinpath(*folder), unquote(path[len(prefix) :]))
+            return _inside(served, name, unquote(path[len(prefix) :]))
     return None
 
 
-def _inside(base: Path, relative: str) -> Path | None:
+def _inside(served: Traversable | None, name: str, relative: str) -> Traversable | None:
     if not relative or "\\" in relative or "\x00" in relative:
         return None
     parts = PurePosixPath(relative).parts
     if not parts or any(part in ("..", ".", "") or part.startswith("/") for part in parts):
         return None
-    if PurePosixPath(relative).suffix.lower() not in TYPES:
+    if PurePosixPath(relative).suffix.lower() not in TYPES or not assets.carries(name, relative):
         return None
-    candidate = base.joinpath(*parts)
-    try:
-        real = candidate.resolve(strict=True)
-        real_base = base.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-    if not real.is_relative_to(real_base) or not real.is_file():
-        return None
-    return real
+    base = assets.client_files(name) if served is None else served.joinpath(name)
+    candidate = base
+    for part in parts:
+        candidate = candidate.joinpath(part)
+    if isinstance(candidate, Path) and isinstance(base, Path):
+        # On a file system a link could point anywhere; what it points to must stay inside the client.
+        try:
+            real = candidate.resolve(strict=True)
+            real_base = base.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        if not real.is_relative_to(real_base):
+            return None
+    return candidate if candidate.is_file() else None
 
 
-def content_type(path: Path) -> str:
-    return TYPES.get(path.suffix.lower(), "application/octet-stream")
+def content_type(file: Traversable) -> str:
+    return TYPES.get(PurePosixPath(file.name).suffix.lower(), "application/octet-stream")

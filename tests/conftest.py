@@ -7,6 +7,8 @@ import os
 import pytest
 from hypothesis import settings
 
+from tests.packaging.wheel import Dist, Installed, build, install
+
 settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
@@ -19,3 +21,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, which counts as a failure: {report.longrepr}"
+
+
+# The project's sdist and wheel, built once per run, and the wheel installed in a clean venv: shared by the
+# packaging tests and the browser test of an installed relay.
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    return build(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="session")
+def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return install(dist.wheel, tmp_path_factory.mktemp("wheel-venv"))

@@ -1,7 +1,7 @@
 // Shared by /watch and /table: the connection set-up, the roll feed, and the Fear/Hope trackers.
 // Everything users type (names, labels, target names) goes into the DOM as text, never as HTML.
 
-import { TableRelay } from "/js/tablerelay.js";
+import { TableRelay } from "../js/tablerelay.js";
 
 // ---- tiny DOM helper -----------------------------------------------------------------------------------
 
@@ -40,7 +40,12 @@ export function tokenFromFragment() {
 }
 
 export function serverUrl() {
-  return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+  // Beside the page, so a relay published under a path (https://example.org/dice/watch) is reached too.
+  const url = new URL("ws", location.href);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  url.hash = "";
+  url.search = "";
+  return url.href;
 }
 
 function sessionKey(token) {

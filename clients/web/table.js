@@ -1,7 +1,7 @@
 // /table: the GM and player page. The same feed as /watch, plus a roll form for every system, reveal
 // buttons for sealed rolls this user may open, and Fear/Hope controls. The token rides in the fragment.
-import { Feed, bindPage, connectFromPage, h, hasSession, showStatus, FEAR_MAX, HOPE_MAX } from "/web/feed.js";
-import { SYSTEM_FORMS, parseInteger } from "/web/systems.js";
+import { Feed, bindPage, connectFromPage, h, hasSession, showStatus, FEAR_MAX, HOPE_MAX } from "./feed.js";
+import { SYSTEM_FORMS, parseInteger } from "./systems.js";
 
 const $ = (id) => document.getElementById(id);
 const NAME_KEY = "tablerelay.name";

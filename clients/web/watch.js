@@ -1,6 +1,6 @@
 // /watch: the spectator feed. The token rides in the URL fragment (/watch#TOKEN), so it never reaches a
 // request line or a log. Options: ?overlay=1 (transparent stream overlay), ?limit=N (cards kept), ?name=.
-import { Feed, bindPage, connectFromPage, h, showStatus } from "/web/feed.js";
+import { Feed, bindPage, connectFromPage, h, showStatus } from "./feed.js";
 
 const params = new URLSearchParams(location.search);
 const overlay = params.get("overlay") === "1";

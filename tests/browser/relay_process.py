@@ -31,6 +31,9 @@ class Relay:
     proc: subprocess.Popen[bytes]
     data: Path
     env: dict[str, str]
+    # The tablerelay it runs: the project's, or an installed wheel's.
+    command: str = field(default_factory=tablerelay_bin)
+    cwd: Path | None = None
     host: str = ""
     port: int = 0
     log: list[str] = field(default_factory=list)
@@ -46,8 +49,9 @@ class Relay:
     def create_room(self, name: str) -> dict[str, str]:
         """``tablerelay room create --json``: the room id, its three tokens and the watch address."""
         out = subprocess.run(
-            [tablerelay_bin(), "room", "create", "--name", name, "--data", str(self.data), "--json"],
+            [self.command, "room", "create", "--name", name, "--data", str(self.data), "--json"],
             env=self.env,
+            cwd=self.cwd,
             capture_output=True,
             check=True,
             timeout=60,
@@ -60,12 +64,24 @@ class Relay:
 
 
 @contextlib.contextmanager
-def running_relay(data: Path, port: int = 0) -> Iterator[Relay]:
-    """Serve ``data``; the secret is the data folder's own, so tokens outlive a restart on the same folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+def running_relay(
+    data: Path,
+    port: int = 0,
+    *,
+    command: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Relay]:
+    """Serve ``data``; the secret is the data folder's own, so tokens outlive a restart on the same folder.
+
+    ``command`` is another ``tablerelay`` to run (an installed wheel's), from ``cwd`` with exactly ``env``.
+    """
+    command = command or tablerelay_bin()
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
     proc = subprocess.Popen(
         [
-            tablerelay_bin(),
+            command,
             "serve",
             "--host",
             "127.0.0.1",
@@ -77,11 +93,12 @@ def running_relay(data: Path, port: int = 0) -> Iterator[Relay]:
             "json",
         ],
         env=env,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    relay = Relay(proc, data, env)
+    relay = Relay(proc, data, env, command, cwd)
     ready = threading.Event()
 
     def read() -> None:

