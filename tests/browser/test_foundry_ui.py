@@ -2,7 +2,8 @@
 
 No Foundry runs here, so the page is a plain one with the module's stylesheet and its UI module
 (``clients/foundry/scripts/ui.mjs``, the functions the module renders with) fed by real relay events.
-It checks what a GM and a player see and leaves a screenshot in docs/images/ for the docs.
+It checks what a GM and a player see and leaves a screenshot in test-artifacts/ (docs/images/foundry-ui.png
+is one of these).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Any
 
 from playwright.sync_api import Page
 
+from tests.browser.conftest import ARTIFACTS
 from tests.browser.relay_process import ROOT, WireClient
 
 FOUNDRY = ROOT / "clients" / "foundry"
-SHOT = ROOT / "docs" / "images" / "foundry-ui.png"
+SHOT = ARTIFACTS / "foundry-ui.png"
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}
 body {{ background: #2b2a33; color: #ddd; font-family: sans-serif; margin: 0; }}
