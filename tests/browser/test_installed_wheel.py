@@ -4,9 +4,12 @@ appears live on /watch."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
+import urllib.request
+import zipfile
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -62,6 +65,19 @@ def test_an_installed_wheel_serves_pages_that_roll_live(
         total = re.search(r"= (\d+)$", card.get_attribute("aria-label") or "")
         assert total is not None, card.get_attribute("aria-label")
         assert 5 <= int(total.group(1)) <= 20
+        # The Foundry module installs from the wheel's relay too: its manifest and a zip with its files.
+        with urllib.request.urlopen(f"{relay.http_url}/foundry/module.json", timeout=30) as response:
+            manifest = json.loads(response.read())
+        assert manifest["download"] == f"{relay.http_url}/foundry/tablerelay.zip"
+        with urllib.request.urlopen(manifest["download"], timeout=30) as response:
+            names = zipfile.ZipFile(io.BytesIO(response.read())).namelist()
+        assert {
+            "module.json",
+            "scripts/tablerelay.mjs",
+            "lib/tablerelay.mjs",
+            "lib/msgpack/index.mjs",
+        } <= set(names)
+        assert not any(name.startswith("test/") for name in names)
         # The server stops while the pages are still open (they are screenshotted afterwards).
         page_problems.allowed.append("ERR_CONNECTION_REFUSED")
     assert not (data / "serving.json").exists(), "the stopped server left its address behind"
