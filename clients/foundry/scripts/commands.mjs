@@ -14,6 +14,7 @@ const MAX_LABEL = 200;
 
 /** A command that cannot become a roll; `message` is a sentence for the person who typed it. */
 export class CommandError extends Error {
+  /** @param {string} message */
   constructor(message) {
     super(message);
     this.name = "CommandError";
@@ -21,9 +22,14 @@ export class CommandError extends Error {
 }
 
 /**
+ * A roll intent (the relay's docs/rules.md): `system` picks the rules, every other key is an argument.
+ * @typedef {{ system: string, [argument: string]: unknown }} Intent
+ */
+
+/**
  * The roll a chat line asks for, or null when the line is not one of our commands.
  * @param {string} text
- * @returns {{ command: string, visibility: "public"|"gm"|"blind"|"self", intent: Record<string, unknown>, label?: string } | null}
+ * @returns {{ command: string, visibility: "public"|"gm"|"blind"|"self", intent: Intent, label?: string } | null}
  */
 export function parseCommand(text) {
   const match = COMMAND.exec(text);
@@ -50,7 +56,7 @@ export function parseCommand(text) {
 /**
  * A roll intent from the text after a command.
  * @param {string} body
- * @returns {Record<string, unknown>}
+ * @returns {Intent}
  */
 export function parseIntent(body) {
   const words = splitWords(body);
@@ -58,7 +64,7 @@ export function parseIntent(body) {
   if (!SYSTEM.test(first) || !rest.every((word) => /^[A-Za-z_][\w]*=/.test(word))) {
     return { system: "dice", formula: body, dialect: "foundry" };
   }
-  /** @type {Record<string, unknown>} */
+  /** @type {Intent} */
   const intent = { system: first };
   for (const word of rest) {
     const at = word.indexOf("=");

@@ -39,7 +39,7 @@ export class RelayUnavailable extends Error {
  *
  * @typedef {object} Request  one faces request: the dice and the roll they are for
  * @property {Array<{ number: number, faces: number }>} dice
- * @property {{ formula?: string, visibility: string, label?: string }} about
+ * @property {{ formula?: string, visibility: "public"|"gm"|"blind"|"self", label?: string }} about
  *
  * @typedef {object} BrokerDeps
  * @property {(request: Request) => Promise<{ seq: number, values: number[], room?: string, epoch?: string }>} request

@@ -8,14 +8,40 @@ import { sealedCardHTML } from "./ui.mjs";
 export const FLAG_SCOPE = "tablerelay";
 
 /**
+ * `flags.tablerelay` of a ChatMessage the module posts or marks (tests/foundry_types/module-env.d.ts declares
+ * them to foundry-vtt-types as the ChatMessage flags of this scope).
+ * @typedef {object} MessageFlags
+ * @property {boolean} via  every die came from the relay
+ * @property {string} [room]
+ * @property {string} [epoch]
+ * @property {number} [seq]  the relay event the message shows
+ * @property {number[]} [seqs]  the relay events that fulfilled a Foundry roll's dice
+ * @property {string} [kind]
+ * @property {string} [visibility]
+ * @property {string} [commitment]
+ * @property {string} [kid]  signed events: the key id
+ * @property {string} [sig]  signed events: the signature, base64
+ * @property {boolean} [sealed]  a sealed card, until its reveal turns it into the roll
+ * @property {number} [revealed]  the seq of the reveal that opened it
+ * @property {boolean|null} [verified]  did the reveal match the commitment (null: never saw the commitment)
+ * @property {string} [reason]  why a roll was not via the relay
+ */
+
+/**
+ * ChatMessage data as the module writes it: Foundry's, except that `rolls` holds Roll instances, as Foundry's
+ * own Roll#toMessage passes them (the schema's JSONField stores each as its JSON).
+ * @typedef {Omit<ChatMessage.CreateData, "rolls"> & { rolls?: Roll.Any[] }} MessageData
+ */
+
+/**
  * The flags every message from a relay event carries: which event, so a reload or another client never
  * posts it twice, and what a later check needs (kid and sig once events are signed).
  * @param {{ seq: number, epoch: string, kind: string, visibility?: string, kid?: string, sig?: Uint8Array, commitment?: string }} event
  * @param {string} room
- * @param {Record<string, unknown>} [extra]
+ * @param {Partial<MessageFlags>} [extra]
  */
 export function eventFlags(event, room, extra = {}) {
-  /** @type {Record<string, unknown>} */
+  /** @type {MessageFlags} */
   const flags = { via: true, room, epoch: event.epoch, seq: event.seq, kind: event.kind, ...extra };
   if (event.visibility) flags.visibility = event.visibility;
   if (typeof event.commitment === "string") flags.commitment = event.commitment;
@@ -35,9 +61,9 @@ export function bytesToBase64(bytes) {
 /**
  * The messages to create for a roll event, as this client received it.
  * @param {any} event  a relay `roll` event (full or sealed)
- * @param {{ room: string, users: import("./audience.mjs").UserView[], roll: object|null }} where
+ * @param {{ room: string, users: import("./audience.mjs").UserView[], roll: Roll.Any|null }} where
  *   `roll` is the Foundry Roll made from `event.foundry.rolls[0]` (null for a sealed event)
- * @returns {Array<Record<string, any>>}
+ * @returns {MessageData[]}
  */
 export function rollMessages(event, { room, users, roll }) {
   const speaker = { alias: event.actor?.name ?? "tablerelay" };
@@ -61,7 +87,7 @@ export function rollMessages(event, { room, users, roll }) {
   if (event.visibility === "public") return [full];
   const audience = audienceOf(event, users);
   const others = everyone.filter((id) => !audience.includes(id));
-  /** @type {Array<Record<string, any>>} */
+  /** @type {MessageData[]} */
   const messages = [{ ...full, whisper: audience, blind: event.visibility === "blind" }];
   if (others.length) messages.push(card(others));
   return messages;
@@ -70,7 +96,7 @@ export function rollMessages(event, { room, users, roll }) {
 /**
  * The update that turns a sealed card (or the audience's whispered copy) into the revealed roll, public.
  * @param {any} reveal  the relay `reveal` event (with `foundry` rendered by the relay, `verified` by the client)
- * @param {{ room: string, roll: object, original: Record<string, any> }} where  `original`: the card's flags
+ * @param {{ room: string, roll: Roll.Any, original: Record<string, any> }} where  `original`: the card's flags
  */
 export function revealUpdate(reveal, { room, roll, original }) {
   return {

@@ -55,17 +55,29 @@ function withTimeout(/** @type {Promise<any>} */ promise, /** @type {number} */ 
 }
 
 /**
+ * The module's message data (rolls as Roll instances) as fvtt-types' ChatMessage data.
+ * @param {import("./messages.mjs").MessageData} data
+ * @returns {ChatMessage.CreateData}
+ */
+function messageData(data) {
+  // @ts-expect-error fvtt-types 13.340.1 takes only JSON strings in `rolls`; Foundry v13's JSONField#_cast stringifies a Roll
+  return data;
+}
+
+/**
  * Foundry's globals as foundry-vtt-types declares them (tests/foundry_types checks this file against them).
+ * `game` is the ready one (tests/foundry_types/module-env.d.ts assumes the ready hook ran): the module reaches
+ * the parts Foundry sets up later than init (the user, users, messages, ui.notifications) only after ready.
  * @typedef {object} FoundryEnv
- * @property {Game} game
+ * @property {typeof game} game
  * @property {typeof Hooks} Hooks
  * @property {typeof CONFIG} CONFIG
  * @property {typeof ChatMessage} ChatMessage
  * @property {typeof ui} ui
  * @property {typeof foundry} foundry
  * @property {Document|null} [document]
- * @property {any} [Roll]
- * @property {any} [WebSocket]
+ * @property {typeof foundry.dice.Roll} [Roll]
+ * @property {typeof WebSocket} [WebSocket]
  */
 
 export class TableRelayModule {
@@ -81,7 +93,7 @@ export class TableRelayModule {
     this.outage = false;
     /** @type {{ fear?: number, hope?: number }} the room's caps, from the welcome */
     this.limits = {};
-    /** relay events are posted one after another, in seq order */
+    /** @type {Promise<unknown>} relay events are posted one after another, in seq order */
     this.posting = Promise.resolve();
     this.broker = new FacesBroker({
       request: (request) => this.#requestFaces(request),
@@ -94,7 +106,7 @@ export class TableRelayModule {
     this.api = Object.freeze({
       /**
        * Roll an intent through the relay; resolves with the stored event (its `result` is the resolved roll).
-       * @param {Record<string, unknown>} intent
+       * @param {import("./client.mjs").Intent} intent
        * @param {{ visibility?: "public"|"gm"|"blind"|"self", label?: string }} [options]
        */
       roll: (intent, options = {}) => module.roll(intent, options),
@@ -124,7 +136,12 @@ export class TableRelayModule {
     return this.env.game;
   }
 
-  /** @param {string} key */
+  /**
+   * One of the module's settings, typed as module-env.d.ts declares it.
+   * @template {ClientSettings.KeyFor<typeof MODULE_ID>} K
+   * @param {K} key
+   * @returns {ClientSettings.SettingInitializedType<typeof MODULE_ID, K>}
+   */
   setting(key) {
     return this.game.settings.get(MODULE_ID, key);
   }
@@ -138,7 +155,11 @@ export class TableRelayModule {
       label: "tablerelay (the relay's secure dice)",
       icon: '<i class="fa-solid fa-tower-broadcast"></i>',
       interactive: false,
-      handler: (/** @type {any} */ term) => this.broker.face(term),
+      handler: (term) => this.broker.face(term),
+      // fvtt-types requires a resolver, but Foundry v13 reads one only for an interactive method
+      // (Roll.resolverImplementation: `method.resolver ?? RollResolver`), and its own non-interactive
+      // "mersenne" has none. Naming Foundry's default resolver satisfies the type and changes nothing.
+      resolver: this.env.foundry?.applications?.dice?.RollResolver,
     };
     this.previousMethod = fulfillment.defaultMethod;
     this.#wrapEvaluate();
@@ -215,8 +236,16 @@ export class TableRelayModule {
           position: { width: 520 },
           form: {
             closeOnSubmit: true,
-            handler: (/** @type {SubmitEvent} */ event, /** @type {unknown} */ _form, /** @type {any} */ data) =>
-              module.saveConnection(data.object, /** @type {any} */ (event.submitter)?.name === "forget"),
+            /**
+             * @param {SubmitEvent|Event} event
+             * @param {HTMLFormElement} _form
+             * @param {FormDataExtended} data  its `object` holds the form's fields
+             */
+            handler: (event, _form, data) => {
+              // Which button submitted the form: "forget" drops the token.
+              const submitter = "submitter" in event ? event.submitter : null;
+              return module.saveConnection(data.object, submitter?.getAttribute("name") === "forget");
+            },
           },
         };
 
@@ -253,7 +282,7 @@ export class TableRelayModule {
 
   /**
    * The connection form's submit: the GM may change the address; anyone may paste or forget a token.
-   * @param {{ relayUrl?: string, token?: string }} values
+   * @param {{ relayUrl?: unknown, token?: unknown }} values  the form's fields (FormDataExtended#object)
    * @param {boolean} forget
    */
   async saveConnection(values, forget = false) {
@@ -265,7 +294,7 @@ export class TableRelayModule {
       }
       await settings.set(MODULE_ID, "relayUrl", values.relayUrl.trim());
     }
-    const token = (values.token ?? "").trim();
+    const token = typeof values.token === "string" ? values.token.trim() : "";
     if (forget) await settings.set(MODULE_ID, "token", "");
     else if (token) await settings.set(MODULE_ID, "token", token);
     this.connect();
@@ -307,7 +336,7 @@ export class TableRelayModule {
       this.limits = frame.limits ?? {};
       void this.#welcomed(client);
     });
-    client.on("event", (/** @type {any} */ event, /** @type {any} */ info) => {
+    client.on("event", (event, info) => {
       if (this.client !== client) return;
       this.#saveCursor(client);
       this.env.Hooks.callAll("tablerelay.event", event, info);
@@ -318,7 +347,7 @@ export class TableRelayModule {
     client.on("state", () => {
       if (this.client !== client) return;
       this.renderPanel();
-      this.#mirrorFear(client.state.fear);
+      this.#mirrorFear(Number(client.state.fear));
     });
     client.connect().catch((/** @type {Error} */ err) => {
       if (this.client !== client) return;
@@ -360,7 +389,7 @@ export class TableRelayModule {
       await user.setFlag(MODULE_ID, "participant", client.you.id);
     }
     this.renderPanel();
-    this.#mirrorFear(client.state.fear);
+    this.#mirrorFear(Number(client.state.fear));
   }
 
   #saveCursor(/** @type {TableRelay} */ client) {
@@ -378,7 +407,7 @@ export class TableRelayModule {
   }
 
   /**
-   * @param {Record<string, unknown>} intent
+   * @param {import("./client.mjs").Intent} intent
    * @param {{ visibility?: "public"|"gm"|"blind"|"self", label?: string }} options
    */
   async roll(intent, { visibility = "public", label } = {}) {
@@ -405,6 +434,7 @@ export class TableRelayModule {
    */
   async #evaluate(roll, options, original) {
     if (roll.options?.tablerelay) return original.call(roll, options); // evaluated through us already (a nested call)
+    /** @type {Partial<Record<string, string>>} the fulfillment method per denomination (d4 … d100) */
     const config = this.game.settings.get("core", "diceConfiguration") ?? {};
     const fallback = this.env.CONFIG.Dice.fulfillment.defaultMethod;
     const terms = (roll.dice ?? []).filter((/** @type {any} */ t) => (config[t.denomination] || fallback) === METHOD);
@@ -421,7 +451,7 @@ export class TableRelayModule {
   /** @param {import("./fulfillment.mjs").Request} request */
   async #requestFaces({ dice, about }) {
     const client = this.#need();
-    /** @type {Record<string, unknown>} */
+    /** @type {import("./client.mjs").Intent} */
     const intent = { system: "faces", dice };
     if (about.formula) intent.formula = about.formula;
     const event = await withTimeout(client.roll(intent, { visibility: about.visibility, label: about.label }), FACES_TIMEOUT_MS, "faces");
@@ -497,7 +527,10 @@ export class TableRelayModule {
 
   /** Foundry's users as the poster and audience rules see them. */
   users() {
-    return this.game.users.contents.map((/** @type {any} */ u) => ({
+    // fvtt-types types `contents` as `readonly unknown[] & User.Stored[]`, whose map sees unknown elements.
+    /** @type {User.Stored[]} */
+    const users = this.game.users.contents;
+    return users.map((u) => ({
       id: u.id,
       isGM: Boolean(u.isGM),
       active: Boolean(u.active),
@@ -510,7 +543,9 @@ export class TableRelayModule {
    * @param {string} room @param {string} epoch @param {number} seq
    */
   messagesFor(room, epoch, seq) {
-    return this.game.messages.contents.filter((/** @type {any} */ m) => {
+    /** @type {ChatMessage.Stored[]} */
+    const messages = this.game.messages.contents;
+    return messages.filter((m) => {
       const f = m.flags?.[FLAG_SCOPE];
       return f && f.room === room && f.epoch === epoch && (f.seq === seq || f.revealed === seq);
     });
@@ -560,7 +595,7 @@ export class TableRelayModule {
     const users = this.users();
     const roll = event.sealed ? null : this.#rollOf(event);
     for (const data of rollMessages(event, { room, users, roll })) {
-      await this.env.ChatMessage.create(data);
+      await this.env.ChatMessage.create(messageData(data));
     }
   }
 
@@ -568,19 +603,22 @@ export class TableRelayModule {
     const roll = this.#rollOf(reveal);
     if (!roll) return;
     const posted = this.messagesFor(room, reveal.epoch, reveal.of);
-    const mine = posted.filter((/** @type {any} */ m) => m.isOwner);
-    const target = mine.find((/** @type {any} */ m) => m.flags[FLAG_SCOPE].sealed) ?? mine[0];
+    const mine = posted.filter((m) => m.isOwner);
+    // messagesFor found these by their flags, so each has them.
+    const target = mine.find((m) => m.flags[FLAG_SCOPE]?.sealed) ?? mine[0];
     if (target) {
-      await target.update(revealUpdate(reveal, { room, roll, original: target.flags[FLAG_SCOPE] }));
+      await target.update(messageData(revealUpdate(reveal, { room, roll, original: target.flags[FLAG_SCOPE] ?? {} })));
       // One message per roll once it is public: the audience's whispered copy (or a second card) goes.
       for (const m of mine) if (m !== target) await m.delete();
       return;
     }
     const original = { room, epoch: reveal.epoch, seq: reveal.of, kind: "roll" };
-    await this.env.ChatMessage.create({
-      speaker: { alias: reveal.roll?.actor?.name ?? reveal.actor?.name ?? "tablerelay" },
-      ...revealUpdate(reveal, { room, roll, original }),
-    });
+    await this.env.ChatMessage.create(
+      messageData({
+        speaker: { alias: reveal.roll?.actor?.name ?? reveal.actor?.name ?? "tablerelay" },
+        ...revealUpdate(reveal, { room, roll, original }),
+      }),
+    );
   }
 
   // ---- Fear and Hope ----------------------------------------------------------------------------------
@@ -591,10 +629,16 @@ export class TableRelayModule {
     return gms[0] === this.game.user.id;
   }
 
-  /** The Daggerheart system's Fear setting, when that system is active. */
+  /**
+   * The Daggerheart system's Fear setting, when that system is active.
+   * @returns {ClientSettings.KeyFor<"daggerheart">|null}
+   */
   #fearSetting() {
     if (this.game.system?.id !== "daggerheart") return null;
-    return String(this.env.CONFIG.DH?.SETTINGS?.gameSettings?.Resources?.Fear ?? "ResourcesFear");
+    // The system names its setting in CONFIG.DH; module-env.d.ts declares it under the name the system uses.
+    return /** @type {ClientSettings.KeyFor<"daggerheart">} */ (
+      String(this.env.CONFIG.DH?.SETTINGS?.gameSettings?.Resources?.Fear ?? "ResourcesFear")
+    );
   }
 
   #mirrorFear(/** @type {number} */ fear) {
@@ -613,7 +657,7 @@ export class TableRelayModule {
   #guardFear(/** @type {any} */ setting) {
     const key = this.#fearSetting();
     if (!key || setting?.key !== `daggerheart.${key}` || !this.client || !this.connected) return;
-    const fear = this.client.state.fear;
+    const fear = Number(this.client.state.fear);
     if (Number(setting.value) === fear || !this.#leadGM()) return;
     this.env.ui.notifications.warn("tablerelay: Fear is kept by the relay; use the tablerelay panel to gain or spend it.");
     void this.game.settings.set("daggerheart", key, fear);
@@ -630,13 +674,17 @@ export class TableRelayModule {
       document.body.appendChild(host);
     }
     const state = this.client?.state ?? { fear: 0, hope: {}, members: [] };
+    // Fear and Hope are counts: the client's Int (number|bigint) as the panel's numbers.
+    /** @type {Record<string, number>} */
+    const hope = {};
+    for (const [id, value] of Object.entries(state.hope)) hope[id] = Number(value);
     /** @type {Record<string, string>} */
     const names = {};
     for (const u of this.game.users.contents) {
       const participant = u.getFlag(MODULE_ID, "participant");
       if (participant) names[participant] = u.name;
     }
-    host.innerHTML = panelHTML(state, {
+    host.innerHTML = panelHTML({ fear: Number(state.fear), hope, members: state.members }, {
       isGM: Boolean(this.game.user.isGM),
       status: this.status,
       limits: this.limits,

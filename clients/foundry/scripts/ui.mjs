@@ -62,7 +62,7 @@ export function panelHTML(state, view) {
   const names = { ...(view.names ?? {}) };
   for (const m of state.members ?? []) names[m.id] ??= m.name;
   const gm = view.isGM;
-  const pips = (n, max, cls) =>
+  const pips = (/** @type {number} */ n, /** @type {number} */ max, /** @type {string} */ cls) =>
     Array.from({ length: max }, (_, i) => `<span class="tablerelay-pip ${cls}${i < n ? " on" : ""}"></span>`).join("");
   const hopeRows = Object.entries(state.hope ?? {})
     .sort(([a], [b]) => (names[a] ?? a).localeCompare(names[b] ?? b))
