@@ -36,8 +36,16 @@ function takesText(text) {
   return text;
 }
 
-/** @param {import(%(module)s).FoundryEnv} env */
-export async function controls(env) {
+/** @param {number} count */
+function takesCount(count) {
+  return count;
+}
+
+/**
+ * @param {import(%(module)s).FoundryEnv} env
+ * @param {Roll} roll
+ */
+export async function controls(env, roll) {
   /** @type {string} */
   const url = env.game.settings.get("tablerelay", "relayUrl");
   /** @type {"all" | "commands"} */
@@ -83,6 +91,10 @@ export async function controls(env) {
   await env.ChatMessage.create({ content: "x", flags: { tablerelay: { via: true, seq: 3 } } });
   // @ts-expect-error a message's tablerelay flags say `via` as a boolean
   await env.ChatMessage.create({ content: "x", flags: { tablerelay: { via: "yes" } } });
+
+  takesCount(roll.options.tablerelay?.roundTrips ?? 0);
+  // @ts-expect-error the relay events that rolled a Foundry roll's dice are seqs, numbers
+  takesText(roll.options.tablerelay?.seqs[0] ?? "");
 
   // @ts-expect-error Foundry's notifications have no such level
   env.ui.notifications.shout("x");
@@ -162,7 +174,7 @@ def test_the_check_bites(tmp_path: Path) -> None:
     (tmp_path / "node_modules").symlink_to(PROJECT / "node_modules", target_is_directory=True)
     module = json.dumps(str(SCRIPTS / "module.mjs"))
     (tmp_path / "controls.mjs").write_text(CONTROLS % {"module": module}, encoding="utf-8")
-    assert CONTROLS.count("@ts-expect-error") >= 13
+    assert CONTROLS.count("@ts-expect-error") >= 14
     # One wrong call left unmarked: tsc must report it, and only it.
     (tmp_path / "unmarked.mjs").write_text(UNMARKED % {"module": module}, encoding="utf-8")
     config = {"extends": str(CONFIG), "include": [str(ENV), "controls.mjs", "unmarked.mjs"]}

@@ -1,15 +1,17 @@
 // What the Foundry module (clients/foundry/scripts) adds to Foundry, declared to foundry-vtt-types the ways its
 // src/configuration documents: its settings (`SettingConfig`), the flags it writes on Users and ChatMessages
-// (`FlagConfig`), its `api` on its Module entry (`ModuleConfig`, `RequiredModules`), its hook
-// (`Hooks.StaticCallbacks`), and when it runs (`AssumeHookRan`). With these, tsc checks every
-// `game.settings.get("tablerelay", …)`, flag, hook and API use in the module against them
-// (tests/test_foundry_module_types.py).
+// (`FlagConfig`), its `api` on its Module entry (`ModuleConfig`, `RequiredModules`), the option it sets on a
+// Roll (`foundry.dice.Roll.Options`), its hook (`Hooks.StaticCallbacks`), and when it runs (`AssumeHookRan`).
+// With these, tsc checks every `game.settings.get("tablerelay", …)`, flag, hook and API use in the module
+// against them (tests/test_foundry_module_types.py). The types the module defines itself (its API, message
+// flags, roll context) are imported from its files, so the code stays their one source.
 //
 // tsconfig.json's `*.ts` includes this file in the renderings project too; nothing here changes those checks.
 // Both projects set skipLibCheck, which also skips this file and fvtt-types' own checks of these declarations
 // (src/types/config.d.mts); tests/test_foundry_module_types.py runs those with skipLibCheck off.
 
 import type { DeliveryInfo, RelayEvent } from "../../clients/js/tablerelay.js";
+import type { RollContext } from "../../clients/foundry/scripts/fulfillment.mjs";
 import type { MessageFlags } from "../../clients/foundry/scripts/messages.mjs";
 import type { TableRelayModule } from "../../clients/foundry/scripts/module.mjs";
 
@@ -64,6 +66,13 @@ declare module "fvtt-types/configuration" {
   // The module's own code runs only while it is active.
   interface RequiredModules {
     tablerelay: true;
+  }
+
+  namespace foundry.dice.Roll {
+    interface Options {
+      /** Where a roll's faces came from, set while it evaluates through the relay (fulfillment.mjs). */
+      tablerelay?: RollContext;
+    }
   }
 }
 

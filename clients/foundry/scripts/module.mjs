@@ -165,13 +165,13 @@ export class TableRelayModule {
     this.#wrapEvaluate();
     const { Hooks } = this.env;
     Hooks.on("chatMessage", (/** @type {unknown} */ _log, /** @type {string} */ text) => this.#chatCommand(text));
-    Hooks.on("preCreateChatMessage", (/** @type {any} */ message) => this.#markOwnRoll(message));
+    Hooks.on("preCreateChatMessage", (/** @type {ChatMessage.Implementation} */ message) => this.#markOwnRoll(message));
     const v13 = Number(this.game.release?.generation ?? 13) >= 13;
     // v13 hands the hook an HTMLElement, v12 a jQuery object.
     Hooks.on(v13 ? "renderChatMessageHTML" : "renderChatMessage", (/** @type {any} */ message, /** @type {any} */ html) =>
       this.#decorate(message, html?.jquery ? html[0] : html),
     );
-    Hooks.on("updateSetting", (/** @type {any} */ setting) => this.#guardFear(setting));
+    Hooks.on("updateSetting", (/** @type {Setting.Implementation} */ setting) => this.#guardFear(setting));
     Hooks.on("userConnected", () => this.renderPanel());
     const entry = this.game.modules.get(MODULE_ID);
     if (entry) entry.api = this.api;
@@ -475,22 +475,22 @@ export class TableRelayModule {
   }
 
   /** preCreateChatMessage: a roll evaluated here carries where its faces came from, for every client to see. */
-  #markOwnRoll(/** @type {any} */ message) {
+  #markOwnRoll(/** @type {ChatMessage.Implementation} */ message) {
     if (message.flags?.[FLAG_SCOPE]) return;
     const rolls = message.rolls ?? [];
     if (!rolls.length || !this.rollsThroughRelay()) return;
-    const contexts = rolls.map((/** @type {any} */ r) => r.options?.tablerelay);
-    const via = contexts.every((/** @type {any} */ c) => c?.via === true);
-    /** @type {Record<string, unknown>} */
-    const flags = { via, seqs: contexts.flatMap((/** @type {any} */ c) => c?.seqs ?? []) };
-    const known = contexts.find((/** @type {any} */ c) => c?.room);
+    const contexts = rolls.map((r) => r.options?.tablerelay);
+    const via = contexts.every((c) => c?.via === true);
+    /** @type {import("./messages.mjs").MessageFlags} */
+    const flags = { via, seqs: contexts.flatMap((c) => c?.seqs ?? []) };
+    const known = contexts.find((c) => c?.room);
     if (known) Object.assign(flags, { room: known.room, epoch: known.epoch });
-    if (!via) flags.reason = contexts.find((/** @type {any} */ c) => c?.reason)?.reason ?? "rolled without the relay";
+    if (!via) flags.reason = contexts.find((c) => c?.reason)?.reason ?? "rolled without the relay";
     message.updateSource({ flags: { [FLAG_SCOPE]: flags } });
   }
 
   /** renderChatMessage(HTML): the mark that says where a message's dice came from. */
-  #decorate(/** @type {any} */ message, /** @type {HTMLElement|undefined} */ element) {
+  #decorate(/** @type {ChatMessage.Implementation} */ message, /** @type {HTMLElement|undefined} */ element) {
     if (!element) return;
     const flags = message.flags?.[FLAG_SCOPE];
     const hasRolls = (message.rolls?.length ?? 0) > 0;
@@ -654,7 +654,7 @@ export class TableRelayModule {
   }
 
   /** The system's Fear is read-only from Foundry's side: a change made there is put back to the relay's. */
-  #guardFear(/** @type {any} */ setting) {
+  #guardFear(/** @type {Setting.Implementation} */ setting) {
     const key = this.#fearSetting();
     if (!key || setting?.key !== `daggerheart.${key}` || !this.client || !this.connected) return;
     const fear = Number(this.client.state.fear);
