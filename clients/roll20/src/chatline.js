@@ -150,8 +150,20 @@ export function postsFor(event, ctx) {
 /** A full roll's line: the renderer's, or one composed from the result when no rendering came with it. */
 function rollLine(event) {
   const chat = event.roll20?.chat;
-  if (typeof chat === "string" && chat.startsWith("&{template:")) return chat;
+  if (typeof chat === "string" && chat.startsWith("&{template:")) return withLabel(chat, event.label);
   return composedLine(event, event.label);
+}
+
+/**
+ * The renderer titles its line with the roll's label when it is given one (`to_roll20(result, label=…)`),
+ * but the relay renders without it, so the bridge puts the label in the `name` field itself: the same line
+ * the renderer writes with the label. The name's value is escaped, so it holds no `}}` to stop early at.
+ * @param {string} chat
+ * @param {string | null | undefined} label
+ */
+export function withLabel(chat, label) {
+  if (typeof label !== "string" || !label) return chat;
+  return chat.replace(/\{\{name=[^}]*\}\}/, () => field("name", label));
 }
 
 /** A line in the renderer's shape from a result alone (a reveal's decoded blob carries no rendering). */
@@ -190,7 +202,7 @@ function revealLine(event, ctx) {
   // audience); otherwise the line is composed from the decoded blob.
   const earlier = ctx.recall?.(event.of);
   if (earlier && earlier.kind === "roll" && !earlier.sealed && typeof earlier.roll20?.chat === "string") {
-    return `${earlier.roll20.chat} ${field("Revealed", check)}`;
+    return `${withLabel(earlier.roll20.chat, earlier.label)} ${field("Revealed", check)}`;
   }
-  return composedLine(roll, roll?.label ? `${roll.label} (revealed)` : "Revealed roll", [["Revealed", check]]);
+  return composedLine(roll, roll?.label || `${roll?.actor?.name ?? event.actor?.name ?? "A hidden"} roll`, [["Revealed", check]]);
 }
