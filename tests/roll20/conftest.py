@@ -28,7 +28,13 @@ ROLL20 = ROOT / "clients" / "roll20"
 ARTIFACTS = ROOT / "test-artifacts" / "roll20"
 # The stand-in page is served from 127.0.0.1; the test build adds it to the bridge's matches.
 TEST_MATCH = "http://127.0.0.1/editor*"
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +123,9 @@ class Player:
         self.errors: list[str] = []
         self.allowed: list[str] = []
         self.page: Page | None = None
+        #: The extension's id (extension build only), and a reader of the bridge's own storage.
+        self.extension_id: str | None = None
+        self.read_storage: Callable[[], dict[str, Any]] = dict
         context.expose_function("roll20Sent", lambda who, text: self.sent.append(text))
 
     @property
@@ -153,7 +162,9 @@ class Player:
         assert self.page is not None
         return int(self.page.evaluate("window.fakeRoll20.rolled"))
 
-    def wait_shown(self, predicate: Callable[[dict[str, Any]], bool], count: int = 1, timeout: float = 8.0) -> list[dict[str, Any]]:
+    def wait_shown(
+        self, predicate: Callable[[dict[str, Any]], bool], count: int = 1, timeout: float = 8.0
+    ) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while True:
             found = [m for m in self.shown() if predicate(m)]
@@ -214,7 +225,14 @@ class Table:
     """The players of one Roll20 game, each with the bridge built as ``kind`` (extension or userscript)."""
 
     def __init__(
-        self, kind: str, playwright: Playwright, browser: Browser, build: Path, fake: FakeRoll20, tmp: Path, game: str
+        self,
+        kind: str,
+        playwright: Playwright,
+        browser: Browser,
+        build: Path,
+        fake: FakeRoll20,
+        tmp: Path,
+        game: str,
     ) -> None:
         self.kind = kind
         self.playwright = playwright
@@ -225,7 +243,9 @@ class Table:
         self.game = game
         self.players: list[Player] = []
 
-    def join(self, name: str, *, gm: bool = False, settings: dict[str, Any] | None = None, open_page: bool = True) -> Player:
+    def join(
+        self, name: str, *, gm: bool = False, settings: dict[str, Any] | None = None, open_page: bool = True
+    ) -> Player:
         if self.kind == "extension":
             player = self._extension_player(name, gm, settings)
         else:
@@ -243,10 +263,11 @@ class Table:
             args=[*ARGS, f"--disable-extensions-except={ext}", f"--load-extension={ext}"],
             viewport={"width": 1280, "height": 800},
         )
-        worker = context.service_workers[0] if context.service_workers else context.wait_for_event("serviceworker")
+        workers = context.service_workers
+        worker = workers[0] if workers else context.wait_for_event("serviceworker")
         player = Player(context, self.fake, name, gm, self.game)
-        player.extension_id = worker.url.split("/")[2]  # type: ignore[attr-defined]
-        player.read_storage = lambda: worker.evaluate("() => chrome.storage.local.get(null)")  # type: ignore[attr-defined]
+        player.extension_id = worker.url.split("/")[2]
+        player.read_storage = lambda: dict(worker.evaluate("() => chrome.storage.local.get(null)"))
         if settings is not None:
             worker.evaluate("(s) => chrome.storage.local.set({settings: s})", settings)
         return player
@@ -261,9 +282,10 @@ class Table:
         context.add_init_script(script=GM_SHIM)
         script = (self.build / "tablerelay-roll20.user.js").read_text()
         # The manager runs the script at document-idle (@run-at); an init script runs at document start.
-        context.add_init_script(script=f'document.addEventListener("DOMContentLoaded", () => {{\n{script}\n}});')
+        idle = f'document.addEventListener("DOMContentLoaded", () => {{\n{script}\n}});'
+        context.add_init_script(script=idle)
         player = Player(context, self.fake, name, gm, self.game)
-        player.read_storage = lambda: {k: json.loads(v) for k, v in store.items()}  # type: ignore[attr-defined]
+        player.read_storage = lambda: {k: json.loads(v) for k, v in store.items()}
         return player
 
     def wait(self, seconds: float) -> None:

@@ -1,8 +1,9 @@
 """The stand-in for Roll20's servers: it serves the stand-in editor page and carries each game's chat.
 
-``/editor/`` is the page (fake_roll20/editor/), the address the bridge's content script matches. ``/chat/GAME``
-keeps the game's messages: pages POST what they send and poll ``?after=N`` for what is new, so the pages of
-one game (even in separate browser processes, one per player) share a chat as Roll20's players do.
+``/editor/`` is the page (fake_roll20/editor/), the address the bridge's content script matches.
+``/chat/GAME`` keeps the game's messages: pages POST what they send and poll ``?after=N`` for what is new,
+so the pages of one game (even in separate browser processes, one per player) share a chat as Roll20's
+players do.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class Handler(SimpleHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
 

@@ -15,7 +15,7 @@ from tests.roll20.conftest import Table, has_tag, settings_for, tag_of, until
 
 pytestmark = pytest.mark.slow
 
-FALLBACK_MS = 400
+FALLBACK_MS = 200
 
 
 def posted_for(sent: list[str], tag: str) -> list[str]:
@@ -145,7 +145,9 @@ def test_a_hidden_roll_from_a_player_without_the_bridge_reaches_only_the_gm(
     for p in (gwen, bob):
         expect(p.badge()).to_have_text("connected", timeout=10_000)
     cara = wire(room["player"], "Cara")
-    hidden = cara.roll({"system": "nexus.test", "attribute_die": "d10", "skill_rank": 1}, "blind", "Listen at the door")
+    hidden = cara.roll(
+        {"system": "nexus.test", "attribute_die": "d10", "skill_rank": 1}, "blind", "Listen at the door"
+    )
     seq, epoch = hidden["seq"], hidden["epoch"]
     # Cara has no bridge: the GM's bridge posts the whisper (only GMs hold a blind roll) and the sealed line.
     whisper_tag = tag_of(room, epoch, seq, "gm")

@@ -16,7 +16,7 @@ from tests.roll20.test_bridge import posted_for
 
 pytestmark = pytest.mark.slow
 
-FALLBACK_MS = 300
+FALLBACK_MS = 200
 
 
 def test_a_dropped_connection_resumes_and_posts_the_gap_once(table: Table, tmp_path: Path) -> None:
@@ -30,7 +30,9 @@ def test_a_dropped_connection_resumes_and_posts_the_gap_once(table: Table, tmp_p
         expect(gwen.badge()).to_have_text("connected", timeout=10_000)
         with closing(WireClient(first.ws_url, room["player"], "Ana")) as ana:
             before = ana.roll({"system": "dice", "formula": "1d20"})
-        until(table, lambda: gwen.wait_shown(has_tag(tag_of(room, before["epoch"], before["seq"])), timeout=0))
+        until(
+            table, lambda: gwen.wait_shown(has_tag(tag_of(room, before["epoch"], before["seq"])), timeout=0)
+        )
         # The bridge's network goes away and the relay restarts under it: the bridge cannot come back
         # until the network does, and meanwhile the room goes on.
         gwen.context.set_offline(True)
@@ -85,7 +87,7 @@ def test_a_reload_posts_what_happened_meanwhile_once_and_nothing_twice(
         assert len(posted_for(gwen.sent, tag)) == 1, (tag, gwen.sent)
     assert len(gwen.sent) == 4, gwen.sent
     # The record lives in the bridge's storage (extension or userscript manager), never the page's.
-    stored = gwen.read_storage()  # type: ignore[attr-defined]
+    stored = gwen.read_storage()
     record = stored[f"posted:{room['room']}:{first['epoch']}"]
     assert {str(e["seq"]) for e in [first, *away, later]} <= set(record["keys"])
     assert page.evaluate("Object.keys(localStorage).length + Object.keys(sessionStorage).length") == 0

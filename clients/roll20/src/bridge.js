@@ -216,9 +216,13 @@ export class Bridge {
     const client = this.client;
     if (!client) return;
     const state = client.state;
+    const hope = Object.fromEntries(Object.entries(state.hope).map(([k, v]) => [k, Number(v)]));
+    // A player who joined since the welcome has Hope 0 on the relay (its fold starts every player at 0)
+    // but no resource event says so; show the row anyway.
+    for (const m of state.members) if (m.role === "player" && !(m.id in hope)) hope[m.id] = 0;
     this.view.state({
       fear: Number(state.fear),
-      hope: Object.fromEntries(Object.entries(state.hope).map(([k, v]) => [k, Number(v)])),
+      hope,
       limits: this.limits,
       you: client.you ? { id: client.you.id, role: client.you.role } : null,
       names: { ...this.names },
