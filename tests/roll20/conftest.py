@@ -246,6 +246,8 @@ class Table:
     def join(
         self, name: str, *, gm: bool = False, settings: dict[str, Any] | None = None, open_page: bool = True
     ) -> Player:
+        if settings is not None:
+            settings = {"name": name, **settings}
         if self.kind == "extension":
             player = self._extension_player(name, gm, settings)
         else:

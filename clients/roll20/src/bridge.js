@@ -73,7 +73,8 @@ export class Bridge {
     }
     this._sessionKey = `session:${await tokenKey(token)}`;
     const session = (await this.store.get(this._sessionKey)) ?? null;
-    const client = new this.Client(relayUrl, token, { ...this.clientOptions, formats: ["roll20"], session });
+    const name = this.settings.name || undefined;
+    const client = new this.Client(relayUrl, token, { ...this.clientOptions, formats: ["roll20"], session, name });
     this.client = client;
     client.on("status", (status) => this._status(status));
     client.on("close", (error) => this.view.status("error", error.message));
@@ -137,7 +138,6 @@ export class Bridge {
     if (!log || !client?.you) return;
     // The replayed history of a fresh welcome: only the part after what this browser dealt with before.
     if (info.replay && (!log.known || event.seq <= log.upTo)) return;
-    if (event.seq <= log.upTo && log.known && info.replay) return;
     const me = client.you;
     if (event.kind === "roll" && !event.sealed && event.visibility === "self" && event.actor.id === me.id) {
       // Nobody else may see a self roll, and Roll20 has no message only its sender sees: show it here.

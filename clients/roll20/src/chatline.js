@@ -150,8 +150,24 @@ export function postsFor(event, ctx) {
 /** A full roll's line: the renderer's, or one composed from the result when no rendering came with it. */
 function rollLine(event) {
   const chat = event.roll20?.chat;
-  if (typeof chat === "string" && chat.startsWith("&{template:")) return withLabel(chat, event.label);
+  if (isConstantTemplate(chat)) return withLabel(chat, event.label);
   return composedLine(event, event.label);
+}
+
+/**
+ * Whether a line is what the renderer promises: one default-template call with `{{key=value}}` fields and
+ * constant inline rolls only. The bridge types the line as its player, so a line that could do more (a
+ * `/` command, an API `!` command, a roll Roll20 would make, a query) is not posted as it came; the line is
+ * composed from the result instead.
+ * @param {unknown} chat
+ * @returns {chat is string}
+ */
+export function isConstantTemplate(chat) {
+  if (typeof chat !== "string" || !chat.startsWith("&{template:default} ")) return false;
+  const inline = [...chat.matchAll(/\[\[([^\]]*)\]\]/g)];
+  if (!inline.every((m) => /^-?\d+(\.\d+)?$/.test(m[1]))) return false;
+  const rest = chat.slice("&{template:default}".length).replace(/\[\[[^\]]*\]\]/g, "");
+  return /^(\s\{\{[^{}=[\]|@%?$]+=[^{}[\]|@%?$]*\}\})+$/.test(rest) && !/&(?!#\d+;)/.test(rest);
 }
 
 /**
@@ -201,7 +217,7 @@ function revealLine(event, ctx) {
   // The renderer's own line, when this client holds the full roll with its rendering (it was in the
   // audience); otherwise the line is composed from the decoded blob.
   const earlier = ctx.recall?.(event.of);
-  if (earlier && earlier.kind === "roll" && !earlier.sealed && typeof earlier.roll20?.chat === "string") {
+  if (earlier && earlier.kind === "roll" && !earlier.sealed && isConstantTemplate(earlier.roll20?.chat)) {
     return `${withLabel(earlier.roll20.chat, earlier.label)} ${field("Revealed", check)}`;
   }
   return composedLine(roll, roll?.label || `${roll?.actor?.name ?? event.actor?.name ?? "A hidden"} roll`, [["Revealed", check]]);

@@ -4,6 +4,7 @@
  * @typedef {object} Settings
  * @property {string} relayUrl  the relay's WebSocket address, e.g. wss://relay.example/ws
  * @property {string} token     this user's room token (a player invite, a GM token or a session token)
+ * @property {string} name      the name to join with (used when the token makes a new participant)
  * @property {"mine" | "all"} post  post only my own events, or everything I may see when nobody else does
  * @property {number} fallbackDelay ms a fallback poster waits for another bridge's post (election.js)
  */
@@ -11,7 +12,7 @@
 export const SETTINGS_KEY = "settings";
 
 /** @type {Settings} */
-export const DEFAULTS = Object.freeze({ relayUrl: "", token: "", post: "mine", fallbackDelay: 1500 });
+export const DEFAULTS = Object.freeze({ relayUrl: "", token: "", name: "", post: "mine", fallbackDelay: 1500 });
 
 /**
  * Settings with defaults filled in and values checked.
@@ -24,6 +25,7 @@ export function normalizeSettings(raw) {
   return {
     relayUrl: String(s.relayUrl ?? "").trim(),
     token: String(s.token ?? "").trim(),
+    name: String(s.name ?? "").trim().slice(0, 100),
     post: s.post === "all" ? "all" : "mine",
     fallbackDelay: Number.isFinite(delay) && delay >= 0 ? Math.min(delay, 60_000) : DEFAULTS.fallbackDelay,
   };

@@ -190,3 +190,24 @@ describe("the line checker itself", () => {
     assert.throws(() => checkLine("&{template:default} {{name=x}} {{Total=[[7]]}} tail", 7, "control"), /only template fields/);
   });
 });
+
+describe("a rendering that does more than the renderer promises is not posted as it came", () => {
+  test("every sample's rendering passes; lines that would roll, query or run a command do not", async () => {
+    const { isConstantTemplate } = await import("../src/chatline.js");
+    for (const s of samples) assert.ok(isConstantTemplate(s.chat) && isConstantTemplate(s.chat_labelled), s.name);
+    for (const bad of [
+      "/w gm &{template:default} {{name=x}}",
+      "!token-mod --set bar1|0",
+      "&{template:default} {{name=x}} {{Total=[[1d20]]}}",
+      "&{template:default} {{name=?{Who|a,b}}}",
+      "&{template:default} {{name=@{target|hp}}}",
+      "&{template:default} {{name=x}} then more",
+      "&{template:default} {{name=x}} &{template:other}",
+    ]) {
+      assert.equal(isConstantTemplate(bad), false, bad);
+    }
+    const event = { kind: "roll", seq: 5, visibility: "public", actor, label: "L", result: { total: 4, text: "t" }, roll20: { chat: "!token-mod --set bar1|0" } };
+    const [post] = postsFor(event, ctx);
+    assert.ok(post.text.startsWith("&{template:default} {{name=L}} {{Total=[[4]]}}"), post.text);
+  });
+});

@@ -120,7 +120,7 @@ describe("the posted log", () => {
 describe("settings and storage", () => {
   test("defaults and checks", () => {
     const s = normalizeSettings({ relayUrl: " wss://relay.example/ws ", token: " t ", post: "everything", fallbackDelay: "-3" });
-    assert.deepEqual(s, { relayUrl: "wss://relay.example/ws", token: "t", post: "mine", fallbackDelay: 1500 });
+    assert.deepEqual(s, { relayUrl: "wss://relay.example/ws", token: "t", name: "", post: "mine", fallbackDelay: 1500 });
     assert.equal(settingsProblem(s), null);
     assert.match(settingsProblem({ ...s, relayUrl: "https://relay.example" }), /wss:/);
     assert.match(settingsProblem({ ...s, token: "" }), /token/);

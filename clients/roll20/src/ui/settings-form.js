@@ -38,12 +38,14 @@ function el(doc, tag, attrs = {}, ...children) {
  * @param {HTMLElement | ShadowRoot} parent
  * @param {Settings} current
  * @param {(settings: Settings) => Promise<void> | void} onSave
+ * @param {{ storage?: string }} [words] where the settings are kept, for the sentence under the token
  * @returns {{ form: HTMLFormElement, showStatus: (status: string, detail?: string) => void }}
  */
-export function settingsForm(doc, parent, current, onSave) {
+export function settingsForm(doc, parent, current, onSave, words = {}) {
   const s = normalizeSettings(current);
   const url = el(doc, "input", { type: "text", id: "tr-relay", name: "relayUrl", value: s.relayUrl, placeholder: "wss://relay.example/ws", autocomplete: "off", spellcheck: "false" });
   const token = el(doc, "input", { type: "password", id: "tr-token", name: "token", value: s.token, placeholder: "paste your token", autocomplete: "off" });
+  const name = el(doc, "input", { type: "text", id: "tr-name", name: "name", value: s.name, placeholder: "as the table knows you", autocomplete: "off", maxlength: "100" });
   const mine = el(doc, "input", { type: "radio", name: "post", value: "mine", id: "tr-post-mine", checked: s.post === "mine" });
   const all = el(doc, "input", { type: "radio", name: "post", value: "all", id: "tr-post-all", checked: s.post === "all" });
   const delay = el(doc, "input", { type: "number", id: "tr-delay", name: "fallbackDelay", min: "0", max: "60000", step: "100", value: String(s.fallbackDelay) });
@@ -60,7 +62,9 @@ export function settingsForm(doc, parent, current, onSave) {
       url,
       el(doc, "label", { class: "field", for: "tr-token" }, "Your token"),
       token,
-      el(doc, "div", { class: "small" }, "Kept in this extension's storage; Roll20's page never sees it."),
+      el(doc, "div", { class: "small" }, `Kept in ${words.storage ?? "this extension's storage"}; Roll20's page never sees it.`),
+      el(doc, "label", { class: "field", for: "tr-name" }, "Your name (for a new player)"),
+      name,
       el(
         doc,
         "fieldset",
@@ -80,6 +84,7 @@ export function settingsForm(doc, parent, current, onSave) {
     const next = normalizeSettings({
       relayUrl: url.value,
       token: token.value,
+      name: name.value,
       post: all.checked ? "all" : "mine",
       fallbackDelay: Number(delay.value),
     });

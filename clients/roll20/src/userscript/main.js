@@ -58,7 +58,7 @@ async function openSettings() {
     await store.set(SETTINGS_KEY, next);
     shut();
     run();
-  });
+  }, { storage: "your userscript manager's storage" });
   overlay.root.append(dialog);
   dialog.showModal();
 }
