@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Worker, sync_playwright
 
 from tests.browser.relay_process import ROOT, Relay, WireClient, running_relay
 from tests.roll20.fake_server import FakeRoll20, serving
@@ -125,6 +125,7 @@ class Player:
         self.page: Page | None = None
         #: The extension's id (extension build only), and a reader of the bridge's own storage.
         self.extension_id: str | None = None
+        self.worker: Worker | None = None
         self.read_storage: Callable[[], dict[str, Any]] = dict
         context.expose_function("roll20Sent", lambda who, text: self.sent.append(text))
 
@@ -269,6 +270,7 @@ class Table:
         worker = workers[0] if workers else context.wait_for_event("serviceworker")
         player = Player(context, self.fake, name, gm, self.game)
         player.extension_id = worker.url.split("/")[2]
+        player.worker = worker
         player.read_storage = lambda: dict(worker.evaluate("() => chrome.storage.local.get(null)"))
         if settings is not None:
             worker.evaluate("(s) => chrome.storage.local.set({settings: s})", settings)

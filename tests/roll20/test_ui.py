@@ -56,6 +56,15 @@ def test_the_popup_connects_and_the_gm_moves_fear_and_hope_through_the_relay(
     gwen.open()
     expect(gwen.badge()).to_have_text("connected", timeout=10_000)
     expect(popup.locator("#tr-status")).to_have_text("connected")
+    # The toolbar button's badge of the Roll20 tab says so too (the background script paints it).
+    assert gwen.worker is not None
+    badges = gwen.worker.evaluate(
+        """async () => {
+          const tabs = await chrome.tabs.query({});
+          return Promise.all(tabs.map((t) => chrome.action.getBadgeText({ tabId: t.id })));
+        }"""
+    )
+    assert badges.count("on") == 1, badges
     popup.locator("#tr-token").fill("")  # the screenshot shows an empty field rather than a real token
     popup.locator("form.tr-settings").screenshot(path=str(shots_dir() / "roll20-popup.png"))
 
@@ -125,3 +134,19 @@ def test_the_userscript_dialog_connects_and_a_player_spends_hope(
     expect(page.locator("#tablerelay-overlay .row.hope .value")).to_have_text("1 / 6")
     # A player has no Fear buttons.
     expect(page.locator('#tablerelay-overlay .row[data-resource="fear"] button')).to_have_count(0)
+
+
+@pytest.mark.parametrize("table", ["userscript"], indirect=True)
+def test_a_refused_token_shows_an_error_badge_and_sends_nothing(
+    table: Table, relay: Relay, room: dict[str, str]
+) -> None:
+    forged = room["player"][:-4] + ("AAAA" if not room["player"].endswith("AAAA") else "BBBB")
+    ana = table.join("Ana", settings={"relayUrl": relay.ws_url, "token": forged, "post": "mine"})
+    ana.allowed.append("WebSocket connection to")
+    expect(ana.badge()).to_have_text("error", timeout=10_000)
+    page = ana.page
+    assert page is not None
+    expect(page.locator("#tablerelay-overlay .message.error").first).to_be_visible()
+    ana.type_in_chat("!tr 1d6")
+    table.wait(0.3)
+    assert ana.sent == []
