@@ -209,16 +209,18 @@ def has_tag(tag: str) -> Callable[[dict[str, Any]], bool]:
     return check
 
 
-# A userscript manager's storage for the userscript build: GM.getValue/GM.setValue backed by the test (so it
-# lives outside the page and survives reloads, as a manager's does).
-GM_SHIM = """
-(() => {
-  window.GM = {
+# A userscript manager, as far as the userscript needs one: it runs the script at document-idle (@run-at)
+# inside a function whose variables are the granted APIs (GM.getValue/GM.setValue, backed by the test so the
+# storage lives outside the page and survives reloads, as a manager's does). Nothing is put on the window.
+MANAGER = """document.addEventListener("DOMContentLoaded", () => {
+  const GM = Object.freeze({
     getValue: (key) => window.__trGmGet(key),
     setValue: (key, value) => window.__trGmSet(key, value),
-  };
-  window.GM_registerMenuCommand = () => {};
-})();
+  });
+  const GM_registerMenuCommand = () => {};
+  // --- the userscript ---
+%s
+});
 """
 
 
@@ -283,11 +285,8 @@ class Table:
             store["settings"] = json.dumps(settings)
         context.expose_function("__trGmGet", lambda key: store.get(key))
         context.expose_function("__trGmSet", lambda key, value: store.__setitem__(key, value))
-        context.add_init_script(script=GM_SHIM)
         script = (self.build / "tablerelay-roll20.user.js").read_text()
-        # The manager runs the script at document-idle (@run-at); an init script runs at document start.
-        idle = f'document.addEventListener("DOMContentLoaded", () => {{\n{script}\n}});'
-        context.add_init_script(script=idle)
+        context.add_init_script(script=MANAGER % script)
         player = Player(context, self.fake, name, gm, self.game)
         player.read_storage = lambda: {k: json.loads(v) for k, v in store.items()}
         return player

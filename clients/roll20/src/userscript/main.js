@@ -9,7 +9,16 @@ import { userscriptStore } from "../storage.js";
 import { Overlay } from "../ui/overlay.js";
 import { FORM_STYLE, settingsForm } from "../ui/settings-form.js";
 
-const scope = /** @type {any} */ (globalThis);
+/* global GM, GM_getValue, GM_setValue, GM_registerMenuCommand */
+// Userscript managers hand these to the script as variables of the function they wrap it in (Tampermonkey,
+// Violentmonkey), not always as properties of the window, so they are read by name here; the bundle keeps
+// them as free identifiers.
+const scope = {
+  GM: typeof GM === "object" ? GM : undefined,
+  GM_getValue: typeof GM_getValue === "function" ? GM_getValue : undefined,
+  GM_setValue: typeof GM_setValue === "function" ? GM_setValue : undefined,
+  GM_registerMenuCommand: typeof GM_registerMenuCommand === "function" ? GM_registerMenuCommand : undefined,
+};
 const store = userscriptStore(scope);
 
 /** @type {Bridge | null} */
