@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Worker, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
 from tests.browser.relay_process import ROOT, Relay, WireClient, running_relay
 from tests.roll20.fake_server import FakeRoll20, serving
@@ -113,7 +113,16 @@ class Player:
     posted as them, and whatever else reached Roll20 (a ``!tr`` there would be a failure to intercept).
     """
 
-    def __init__(self, context: BrowserContext, fake: FakeRoll20, name: str, gm: bool, game: str) -> None:
+    def __init__(
+        self,
+        context: BrowserContext,
+        fake: FakeRoll20,
+        name: str,
+        gm: bool,
+        game: str,
+        *,
+        report: bool = True,
+    ) -> None:
         self.context = context
         self.fake = fake
         self.name = name
@@ -125,9 +134,10 @@ class Player:
         self.page: Page | None = None
         #: The extension's id (extension build only), and a reader of the bridge's own storage.
         self.extension_id: str | None = None
-        self.worker: Worker | None = None
+        self.extension_eval: Callable[[str, Any], Any] | None = None
         self.read_storage: Callable[[], dict[str, Any]] = dict
-        context.expose_function("roll20Sent", lambda who, text: self.sent.append(text))
+        if report:
+            context.expose_function("roll20Sent", lambda who, text: self.sent.append(text))
 
     @property
     def url(self) -> str:
@@ -230,19 +240,17 @@ class Table:
     def __init__(
         self,
         kind: str,
-        playwright: Playwright,
+        profiles: ExtensionProfiles,
         browser: Browser,
         build: Path,
         fake: FakeRoll20,
-        tmp: Path,
         game: str,
     ) -> None:
         self.kind = kind
-        self.playwright = playwright
+        self.profiles = profiles
         self.browser = browser
         self.build = build
         self.fake = fake
-        self.tmp = tmp
         self.game = game
         self.players: list[Player] = []
 
@@ -261,21 +269,16 @@ class Table:
         return player
 
     def _extension_player(self, name: str, gm: bool, settings: dict[str, Any] | None) -> Player:
-        ext = self.build / "chromium"
-        context = self.playwright.chromium.launch_persistent_context(
-            str(self.tmp / f"profile-{name}"),
-            executable_path=CHROMIUM,
-            args=[*ARGS, f"--disable-extensions-except={ext}", f"--load-extension={ext}"],
-            viewport={"width": 1280, "height": 800},
+        profile = self.profiles.lend(name)
+        player = Player(profile.context, self.fake, name, gm, self.game, report=False)
+        profile.sent_to = player.sent
+        player.extension_id = profile.extension_id
+        player.extension_eval = profile.extension_eval
+        player.read_storage = lambda: dict(
+            profile.extension_eval("() => chrome.storage.local.get(null)", None)
         )
-        workers = context.service_workers
-        worker = workers[0] if workers else context.wait_for_event("serviceworker")
-        player = Player(context, self.fake, name, gm, self.game)
-        player.extension_id = worker.url.split("/")[2]
-        player.worker = worker
-        player.read_storage = lambda: dict(worker.evaluate("() => chrome.storage.local.get(null)"))
         if settings is not None:
-            worker.evaluate("(s) => chrome.storage.local.set({settings: s})", settings)
+            profile.extension_eval("(s) => chrome.storage.local.set({settings: s})", settings)
         return player
 
     def _userscript_player(self, name: str, gm: bool, settings: dict[str, Any] | None) -> Player:
@@ -304,21 +307,92 @@ class Table:
         for player in self.players:
             player.screenshot(f"{test_name}-{self.kind}-{player.name}")
             problems += [f"{player.name}: {p}" for p in player.problems()]
-            player.context.close()
+            if self.kind == "extension":
+                self.profiles.give_back(player.name)
+            else:
+                player.context.close()
         return problems
+
+
+class ExtensionProfile:
+    """A browser profile with the built extension loaded, kept for the package: starting Chromium with an
+    extension costs a second or more, so each player name gets one, lent to one test at a time and wiped
+    (pages closed, the extension's storage cleared, the network back) when it is given back."""
+
+    def __init__(self, playwright: Playwright, build: Path, profile_dir: Path) -> None:
+        ext = build / "chromium"
+        self.context = playwright.chromium.launch_persistent_context(
+            str(profile_dir),
+            executable_path=CHROMIUM,
+            args=[*ARGS, f"--disable-extensions-except={ext}", f"--load-extension={ext}"],
+            viewport={"width": 1280, "height": 800},
+        )
+        workers = self.context.service_workers
+        worker = workers[0] if workers else self.context.wait_for_event("serviceworker")
+        self.extension_id = worker.url.split("/")[2]
+        self.sent_to: list[str] = []
+        self.context.expose_function("roll20Sent", lambda who, text: self.sent_to.append(text))
+
+    def extension_eval(self, script: str, arg: Any) -> Any:
+        """Run ``script`` in an extension page (the popup), where chrome.storage, tabs and action exist."""
+        page = self.context.new_page()
+        try:
+            page.goto(f"chrome-extension://{self.extension_id}/popup.html")
+            return page.evaluate(script, arg)
+        finally:
+            page.close()
+
+    def wipe(self) -> None:
+        for page in self.context.pages:
+            page.close()
+        self.context.set_offline(False)
+        self.extension_eval("() => chrome.storage.local.clear()", None)
+
+
+class ExtensionProfiles:
+    def __init__(self, playwright: Playwright, build: Path, root: Path) -> None:
+        self.playwright = playwright
+        self.build = build
+        self.root = root
+        self.idle: dict[str, ExtensionProfile] = {}
+        self.lent: dict[str, ExtensionProfile] = {}
+
+    def lend(self, name: str) -> ExtensionProfile:
+        assert name not in self.lent, f"two players named {name} in one test"
+        profile = self.idle.pop(name, None) or ExtensionProfile(self.playwright, self.build, self.root / name)
+        self.lent[name] = profile
+        return profile
+
+    def give_back(self, name: str) -> None:
+        profile = self.lent.pop(name)
+        profile.wipe()
+        profile.sent_to = []
+        self.idle[name] = profile
+
+    def close(self) -> None:
+        for profile in [*self.idle.values(), *self.lent.values()]:
+            profile.context.close()
+
+
+@pytest.fixture(scope="package")
+def extension_profiles(
+    playwright: Playwright, roll20_build: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ExtensionProfiles]:
+    profiles = ExtensionProfiles(playwright, roll20_build, tmp_path_factory.mktemp("roll20-profiles"))
+    yield profiles
+    profiles.close()
 
 
 @pytest.fixture(params=["extension", "userscript"])
 def table(
     request: pytest.FixtureRequest,
-    playwright: Playwright,
+    extension_profiles: ExtensionProfiles,
     browser: Browser,
     roll20_build: Path,
     fake_roll20: FakeRoll20,
-    tmp_path: Path,
 ) -> Iterator[Table]:
     game = _safe(request.node.name)
-    t = Table(request.param, playwright, browser, roll20_build, fake_roll20, tmp_path, game)
+    t = Table(request.param, extension_profiles, browser, roll20_build, fake_roll20, game)
     yield t
     problems = t.close(request.node.name)
     assert not problems, "the pages reported errors:\n" + "\n".join(problems)

@@ -57,12 +57,13 @@ def test_the_popup_connects_and_the_gm_moves_fear_and_hope_through_the_relay(
     expect(gwen.badge()).to_have_text("connected", timeout=10_000)
     expect(popup.locator("#tr-status")).to_have_text("connected")
     # The toolbar button's badge of the Roll20 tab says so too (the background script paints it).
-    assert gwen.worker is not None
-    badges = gwen.worker.evaluate(
+    assert gwen.extension_eval is not None
+    badges = gwen.extension_eval(
         """async () => {
           const tabs = await chrome.tabs.query({});
           return Promise.all(tabs.map((t) => chrome.action.getBadgeText({ tabId: t.id })));
-        }"""
+        }""",
+        None,
     )
     assert badges.count("on") == 1, badges
     popup.locator("#tr-token").fill("")  # the screenshot shows an empty field rather than a real token
