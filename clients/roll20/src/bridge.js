@@ -60,6 +60,10 @@ export class Bridge {
     this.names = /** @type {Record<string, string>} */ ({});
     this._chain = Promise.resolve();
     this._timers = new Set();
+    /** seq -> fallback posts still waiting for it */
+    this._waiting = new Map();
+    /** The highest seq delivered on this connection's log. */
+    this._seen = 0;
     this._stopIntercept = null;
   }
 
@@ -120,6 +124,8 @@ export class Bridge {
     const roomId = welcome.room.id;
     if (fresh || !this.log || this.log.key !== `posted:${roomId}:${welcome.epoch}`) {
       this.log = await new PostedLog(this.store, roomId, welcome.epoch).load();
+      this._waiting.clear();
+      this._seen = this.log.upTo;
       this._context = { roomId, epoch: welcome.epoch, relayUrl: this.settings.relayUrl };
     }
     // A room seen for the first time: its history is the past, nothing of it is posted.
@@ -144,27 +150,46 @@ export class Bridge {
       this.view.note(`Your self roll (#${event.seq}): ${event.result?.text ?? ""}`);
     }
     const ctx = { ...this._context, recall: (seq) => client.event(seq) };
+    this._seen = Math.max(this._seen, event.seq);
     for (const post of postsFor(event, ctx)) {
       if (log.has(post.key)) continue;
       const plan = schedule(post, event, members, me, this.settings);
       if (!plan) continue;
       if (plan.at === 0) {
-        await this._post(post);
-      } else {
-        const timer = setTimeout(() => {
-          this._timers.delete(timer);
-          this._chain = this._chain.then(() => this._post(post, { check: true })).catch((e) => this.view.error(String(e)));
-        }, plan.at);
-        this._timers.add(timer);
+        await this._post(post, log);
+        continue;
       }
+      // A fallback: until it has run, this event is not "dealt with", so a reload before then takes it up
+      // again (and looks at the chat first) instead of losing it.
+      this._waiting.set(event.seq, (this._waiting.get(event.seq) ?? 0) + 1);
+      const timer = setTimeout(() => {
+        this._timers.delete(timer);
+        this._chain = this._chain
+          .then(() => this._post(post, log, { check: true }))
+          .finally(() => this._done(event.seq, log))
+          .catch((e) => this.view.error(String(e)));
+      }, plan.at);
+      this._timers.add(timer);
     }
-    await log.through(event.seq);
+    await log.through(this._dealtWith());
+  }
+
+  /** The last seq up to which every event is dealt with: before the oldest one with a fallback waiting. */
+  _dealtWith() {
+    let upTo = this._seen;
+    for (const seq of this._waiting.keys()) upTo = Math.min(upTo, seq - 1);
+    return upTo;
+  }
+
+  async _done(seq, log) {
+    const left = (this._waiting.get(seq) ?? 1) - 1;
+    if (left > 0) this._waiting.set(seq, left);
+    else this._waiting.delete(seq);
+    if (log === this.log) await log.through(this._dealtWith());
   }
 
   /** Post unless this browser or any bridge in the game already did. */
-  async _post(post, { check = false } = {}) {
-    const log = this.log;
-    if (!log) return;
+  async _post(post, log, { check = false } = {}) {
     await log.refresh();
     if (log.has(post.key)) return;
     // A fallback looks at the chat first; so does any post after a reload (the chat shows what was posted).
