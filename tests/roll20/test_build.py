@@ -66,3 +66,12 @@ def test_the_bundles_keep_nothing_in_the_pages_storage_and_carry_the_js_client_o
     # The source imports the client rather than copying it.
     assert 'from "../../js/tablerelay.js"' in (ROLL20 / "src" / "bridge.js").read_text()
     assert not list((ROLL20 / "src").rglob("tablerelay.js"))
+
+
+def test_the_source_type_checks_against_its_jsdoc_and_the_js_clients_types() -> None:
+    tsc = ROLL20 / "node_modules" / ".bin" / "tsc"
+    assert tsc.exists(), "run scripts/setup.d/roll20.sh first"
+    proc = subprocess.run(
+        [str(tsc), "-p", "tsconfig.json"], cwd=ROLL20, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
