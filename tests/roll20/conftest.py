@@ -277,8 +277,14 @@ class Table:
         player.read_storage = lambda: dict(
             profile.extension_eval("() => chrome.storage.local.get(null)", None)
         )
-        if settings is not None:
-            profile.extension_eval("(s) => chrome.storage.local.set({settings: s})", settings)
+        # Whatever an earlier test left in the extension's storage goes; this test's settings come in.
+        profile.extension_eval(
+            """async (s) => {
+              await chrome.storage.local.clear();
+              if (s) await chrome.storage.local.set({ settings: s });
+            }""",
+            settings,
+        )
         return player
 
     def _userscript_player(self, name: str, gm: bool, settings: dict[str, Any] | None) -> Player:
@@ -316,8 +322,8 @@ class Table:
 
 class ExtensionProfile:
     """A browser profile with the built extension loaded, kept for the package: starting Chromium with an
-    extension costs a second or more, so each player name gets one, lent to one test at a time and wiped
-    (pages closed, the extension's storage cleared, the network back) when it is given back."""
+    extension costs a second or more, so each player name gets one, lent to one test at a time: its pages
+    are closed and the network restored when it is given back, its storage cleared when it is lent."""
 
     def __init__(self, playwright: Playwright, build: Path, profile_dir: Path) -> None:
         ext = build / "chromium"
@@ -343,10 +349,10 @@ class ExtensionProfile:
             page.close()
 
     def wipe(self) -> None:
+        """Close the test's pages and bring the network back; the storage is cleared when lent again."""
         for page in self.context.pages:
             page.close()
         self.context.set_offline(False)
-        self.extension_eval("() => chrome.storage.local.clear()", None)
 
 
 class ExtensionProfiles:

@@ -34,7 +34,7 @@ def test_an_event_from_another_client_is_posted_once_with_the_relays_numbers(
     event = ana.roll({"system": "daggerheart.duality", "modifier": 2, "difficulty": 14}, label=label)
     tag = tag_of(room, event["epoch"], event["seq"])
     assert len(gm.wait_shown(has_tag(tag))) == 1
-    table.wait(3 * FALLBACK_MS / 1000)
+    table.wait(2.5 * FALLBACK_MS / 1000)
     assert len(gm.wait_shown(has_tag(tag), count=2, timeout=0.5)) == 1
     # Exactly the renderer's line for this result and label, plus the Relay field.
     [line] = posted_for(gm.sent, tag)
@@ -115,7 +115,7 @@ def test_a_gm_roll_is_posted_only_as_a_whisper_and_sealed_for_everyone_else(
     assert hidden["commitment"] in sealed
     # Bob sees the sealed line once (Ana's), never the whisper, and his bridge posted nothing for it.
     assert len(bob.wait_shown(has_tag(sealed_tag))) == 1
-    table.wait(3 * FALLBACK_MS / 1000)
+    table.wait(2.5 * FALLBACK_MS / 1000)
     assert len(bob.wait_shown(has_tag(sealed_tag), count=2, timeout=0.3)) == 1
     assert not [m for m in bob.shown() if m["whisper"]]
     assert bob.sent == []
@@ -128,7 +128,7 @@ def test_a_gm_roll_is_posted_only_as_a_whisper_and_sealed_for_everyone_else(
     reveal = gm.reveal(seq)
     reveal_tag = tag_of(room, epoch, reveal["seq"])
     assert len(bob.wait_shown(has_tag(reveal_tag))) == 1
-    table.wait(3 * FALLBACK_MS / 1000)
+    table.wait(2.5 * FALLBACK_MS / 1000)
     opened = bob.wait_shown(has_tag(reveal_tag), count=2, timeout=0.3)
     assert len(opened) == 1
     assert "The secret door" in opened[0]["body"]

@@ -47,7 +47,7 @@ def test_a_dropped_connection_resumes_and_posts_the_gap_once(table: Table, tmp_p
             for event in gap:
                 tag = tag_of(room, event["epoch"], event["seq"])
                 assert len(gwen.wait_shown(has_tag(tag))) == 1, tag
-            table.wait(3 * FALLBACK_MS / 1000)
+            table.wait(2.5 * FALLBACK_MS / 1000)
         for event in [before, *gap]:
             tag = tag_of(room, event["epoch"], event["seq"])
             assert len(posted_for(gwen.sent, tag)) == 1, (tag, gwen.sent)
@@ -73,7 +73,7 @@ def test_a_reload_posts_what_happened_meanwhile_once_and_nothing_twice(
     expect(gwen.badge()).to_have_text("connected", timeout=10_000)
     for event in away:
         assert len(gwen.wait_shown(has_tag(tag_of(room, event["epoch"], event["seq"])))) == 1
-    table.wait(3 * FALLBACK_MS / 1000)
+    table.wait(2.5 * FALLBACK_MS / 1000)
     # Reloaded into a chat that shows nothing of the past (as if Roll20's archive were cleared): only the
     # bridge's own record of what it posted keeps it from posting anything again.
     gwen.game = f"{gwen.game}-after"
@@ -81,7 +81,7 @@ def test_a_reload_posts_what_happened_meanwhile_once_and_nothing_twice(
     expect(gwen.badge()).to_have_text("connected", timeout=10_000)
     later = ana.roll({"system": "dice", "formula": "4d4"})
     assert len(gwen.wait_shown(has_tag(tag_of(room, later["epoch"], later["seq"])))) == 1
-    table.wait(3 * FALLBACK_MS / 1000)
+    table.wait(2.5 * FALLBACK_MS / 1000)
     for event in [first, *away, later]:
         tag = tag_of(room, event["epoch"], event["seq"])
         assert len(posted_for(gwen.sent, tag)) == 1, (tag, gwen.sent)
