@@ -205,7 +205,8 @@ function sealedLine(event) {
     field("name", "Sealed roll"),
     field("Roller", event.actor?.name ?? "?"),
     field("Seen by", VISIBILITY_WORDS[event.visibility] ?? event.visibility),
-    field("Commitment", event.commitment ?? "?"),
+    // In groups of 16 hex digits, so the chat can wrap it; the whole value stays for anyone checking it.
+    field("Commitment", String(event.commitment ?? "?").replace(/(.{16})(?=.)/g, "$1 ")),
   ].join(" ");
 }
 

@@ -114,7 +114,7 @@ describe("the posted chat line of every sample result", () => {
       assert.ok(!sealed.text.startsWith("/w"), "the sealed line is public");
       checkLine(sealed.text, undefined, `${s.name} (sealed)`);
       assert.ok(!sealed.text.includes(escapeRoll20(s.text)) && !sealed.text.includes("Total"), "nothing of the roll in the sealed line");
-      assert.ok(sealed.text.includes("ab".repeat(32)), "the commitment is shown");
+      assert.ok(sealed.text.includes(`{{Commitment=${"abababababababab ".repeat(4).trim()}}}`), "the commitment is shown");
       assert.equal(whisper.slot, "whisper");
       assert.ok(whisper.text.startsWith("/w gm &{template:default}"), whisper.text);
       checkLine(whisper.text, s.total, `${s.name} (whisper)`);
