@@ -217,8 +217,10 @@ function revealLine(event, ctx) {
   if (event.verified === true) check = `✓ matches the commitment of roll ${event.of}`;
   else if (event.verified === false) check = `✗ does NOT match the commitment of roll ${event.of}`;
   else check = `not checked: roll ${event.of} is older than this connection`;
-  // The renderer's own line, when this client holds the full roll with its rendering (it was in the
-  // audience); otherwise the line is composed from the decoded blob.
+  // The renderer's own line: on the reveal itself (newer relays render a reveal as the roll it opens), or
+  // on the full roll when this client was in its audience; otherwise composed from the decoded blob.
+  const own = /** @type {{ roll20?: { chat?: unknown } }} */ (event).roll20?.chat;
+  if (isConstantTemplate(own)) return `${withLabel(own, roll?.label)} ${field("Revealed", check)}`;
   const earlier = ctx.recall?.(event.of);
   if (earlier && earlier.kind === "roll" && !earlier.sealed && isConstantTemplate(earlier.roll20?.chat)) {
     return `${withLabel(earlier.roll20.chat, earlier.label)} ${field("Revealed", check)}`;

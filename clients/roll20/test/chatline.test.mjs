@@ -138,6 +138,11 @@ describe("the posted chat line of every sample result", () => {
         const word = { true: "matches the commitment", false: "does NOT match", null: "not checked" }[String(verified)];
         assert.ok(post.text.includes(escapeRoll20(word)), post.text);
       }
+      // A reveal the relay rendered (as the roll it opens) uses that line, titled with the roll's label.
+      const rendered = { kind: "reveal", seq: 98, visibility: "public", actor, of: 2, roll, verified: true, roll20: { chat: s.chat } };
+      const [own] = postsFor(rendered, ctx);
+      assert.ok(own.text.startsWith(s.chat_labelled + " {{Revealed="), own.text);
+      checkLine(own.text, s.total, `${s.name} (a rendered reveal)`);
       // With the earlier full event at hand (its audience), the renderer's own line is used.
       const earlier = { kind: "roll", seq: 2, visibility: "gm", actor, label: s.label, roll20: { chat: s.chat }, result: { total: s.total } };
       const [post] = postsFor({ kind: "reveal", seq: 99, visibility: "public", actor, of: 2, roll, verified: true }, { ...ctx, recall: () => earlier });
