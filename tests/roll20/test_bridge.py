@@ -16,6 +16,10 @@ from tests.roll20.conftest import Table, has_tag, settings_for, tag_of, until
 pytestmark = pytest.mark.slow
 
 FALLBACK_MS = 200
+# With two bridges standing by, the second waits one fallback delay longer than the first and then looks
+# for the first one's post in the chat: the delay must exceed the time a post takes to reach the other
+# player's page (through the stand-in's server and its polling), with room for a loaded test machine.
+TWO_FALLBACKS_MS = 700
 
 
 def posted_for(sent: list[str], tag: str) -> list[str]:
@@ -92,8 +96,8 @@ def ana_id(event: dict[str, Any]) -> str:
 def test_a_gm_roll_is_posted_only_as_a_whisper_and_sealed_for_everyone_else(
     table: Table, relay: Relay, room: dict[str, str], wire: Callable[..., WireClient]
 ) -> None:
-    ana = table.join("Ana", settings=settings_for(relay, room["player"], "all", FALLBACK_MS))
-    bob = table.join("Bob", settings=settings_for(relay, room["player"], "all", FALLBACK_MS))
+    ana = table.join("Ana", settings=settings_for(relay, room["player"], "all", TWO_FALLBACKS_MS))
+    bob = table.join("Bob", settings=settings_for(relay, room["player"], "all", TWO_FALLBACKS_MS))
     for p in (ana, bob):
         expect(p.badge()).to_have_text("connected", timeout=10_000)
     gm = wire(room["gm"], "Gwen")
@@ -115,7 +119,7 @@ def test_a_gm_roll_is_posted_only_as_a_whisper_and_sealed_for_everyone_else(
     assert hidden["commitment"] in sealed.replace(" ", "")
     # Bob sees the sealed line once (Ana's), never the whisper, and his bridge posted nothing for it.
     assert len(bob.wait_shown(has_tag(sealed_tag))) == 1
-    table.wait(2.5 * FALLBACK_MS / 1000)
+    table.wait(2.5 * TWO_FALLBACKS_MS / 1000)
     assert len(bob.wait_shown(has_tag(sealed_tag), count=2, timeout=0.3)) == 1
     assert not [m for m in bob.shown() if m["whisper"]]
     assert bob.sent == []
@@ -128,7 +132,7 @@ def test_a_gm_roll_is_posted_only_as_a_whisper_and_sealed_for_everyone_else(
     reveal = gm.reveal(seq)
     reveal_tag = tag_of(room, epoch, reveal["seq"])
     assert len(bob.wait_shown(has_tag(reveal_tag))) == 1
-    table.wait(2.5 * FALLBACK_MS / 1000)
+    table.wait(2.5 * TWO_FALLBACKS_MS / 1000)
     opened = bob.wait_shown(has_tag(reveal_tag), count=2, timeout=0.3)
     assert len(opened) == 1
     assert "The secret door" in opened[0]["body"]
@@ -140,8 +144,8 @@ def test_a_gm_roll_is_posted_only_as_a_whisper_and_sealed_for_everyone_else(
 def test_a_hidden_roll_from_a_player_without_the_bridge_reaches_only_the_gm(
     table: Table, relay: Relay, room: dict[str, str], wire: Callable[..., WireClient]
 ) -> None:
-    gwen = table.join("Gwen", gm=True, settings=settings_for(relay, room["gm"], "all", FALLBACK_MS))
-    bob = table.join("Bob", settings=settings_for(relay, room["player"], "all", FALLBACK_MS))
+    gwen = table.join("Gwen", gm=True, settings=settings_for(relay, room["gm"], "all", TWO_FALLBACKS_MS))
+    bob = table.join("Bob", settings=settings_for(relay, room["player"], "all", TWO_FALLBACKS_MS))
     for p in (gwen, bob):
         expect(p.badge()).to_have_text("connected", timeout=10_000)
     cara = wire(room["player"], "Cara")
@@ -154,7 +158,7 @@ def test_a_hidden_roll_from_a_player_without_the_bridge_reaches_only_the_gm(
     sealed_tag = tag_of(room, epoch, seq, "sealed")
     assert len(gwen.wait_shown(has_tag(whisper_tag))) == 1
     assert len(bob.wait_shown(has_tag(sealed_tag))) == 1
-    table.wait(4 * FALLBACK_MS / 1000)
+    table.wait(2.5 * TWO_FALLBACKS_MS / 1000)
     assert len(gwen.wait_shown(has_tag(sealed_tag), count=2, timeout=0.3)) == 1
     assert len(posted_for(gwen.sent, whisper_tag)) == 1
     assert posted_for(gwen.sent, whisper_tag)[0].startswith("/w gm ")
