@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from relay import auth, logs
+from relay import auth, logs, signing
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync
@@ -36,7 +36,8 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         logs.configure(config.log_format, config.log_level)
         _check(config)
-    except (ConfigError, ValueError) as exc:
+        keyring = signing.load_keyring(config.data, config.signing_key) if config.signing else None
+    except (ConfigError, ValueError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
 
     async def main() -> None:
@@ -44,7 +45,7 @@ def serve_command(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run(config, stop)
+        await run(config, stop, keyring=keyring)
 
     settle_gc()
     try:

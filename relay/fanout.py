@@ -1,4 +1,5 @@
-"""Fan-out: each event encoded once per (audience form, format set), queued to every socket without waiting.
+"""Fan-out: each event signed once per audience form and encoded once per (form, format set), then queued
+to every socket without waiting.
 
 Each socket owns an ``Outbox``: a bounded queue of framed messages flushed once per loop iteration.
 Putting never awaits, so a broadcast costs the same whether a socket is fast or stalled; a socket whose
@@ -16,6 +17,7 @@ from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
+from relay.signing import Keyring
 from relay.state import RoomState
 from relay.visibility import FULL, audience, render
 
@@ -179,12 +181,46 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
+class Forms:
+    """A room's events in each audience form, signed: every (event, form) is signed once, not per socket.
+
+    ``frame`` renders a record in a form and returns it with ``kid`` and ``sig``. The signed frame is
+    kept (the last ``capacity`` of them), and returned again while the form renders the same: so the
+    live broadcast and every welcome that shows the event in that form share one signature. A form that
+    changed since (a roll after its reveal, a resource event whose cause was revealed) is signed anew.
+    Without a keyring (signing switched off, for benchmarks) frames go out unsigned.
+    """
+
+    def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
+        self.room_id = room_id
+        self.keyring = keyring
+        self.capacity = capacity
+        self._signed: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+
+    def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
+        """``record`` as the audience of ``form`` receives it; a shared object, never to be changed."""
+        base = render(record, form, state)
+        keyring = self.keyring
+        if keyring is None:
+            return base
+        key = (record["seq"], form)
+        cached = self._signed.get(key)
+        if cached is not None and cached[0] == base:
+            return cached[1]
+        signed = {**base, "kid": keyring.kid, "sig": keyring.sign(base, self.room_id)}
+        self._signed[key] = (base, signed)
+        if len(self._signed) > self.capacity:
+            del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
+        return signed
+
+
 class Renderer:
     """Event frames for one record, built and encoded at most once per (form, format set)."""
 
-    def __init__(self, record: Mapping[str, Any], state: RoomState) -> None:
+    def __init__(self, record: Mapping[str, Any], state: RoomState, forms: Forms) -> None:
         self.record = record
         self.state = state
+        self.forms = forms
         self._frames: dict[tuple[str, frozenset[str]], dict[str, Any]] = {}
         self._bytes: dict[tuple[str, frozenset[str]], bytes] = {}
         self._renderings: dict[str, Any] | None = None
@@ -202,10 +238,11 @@ class Renderer:
         frame = self._frames.get(key)
         if frame is None:
             form, wants = key
-            frame = render(self.record, form, self.state)
+            frame = self.forms.frame(self.record, form, self.state)
             if wants:
+                # Renderings ride beside the signed fields, outside the signature (spec/signing.md).
                 extra = self._extra(wants)
-                frame.update({name: extra[name] for name in wants if name in extra})
+                frame = {**frame, **{name: extra[name] for name in wants if name in extra}}
             self._frames[key] = frame
         return frame
 
@@ -228,6 +265,7 @@ def broadcast(
     records: Sequence[Mapping[str, Any]],
     subscribers: Mapping[S, Session],
     state: RoomState,
+    forms: Forms,
     on_overflow: Callable[[S], None],
 ) -> None:
     """Queue ``records`` (in seq order) to every subscriber, each in the form that subscriber may see.
@@ -244,11 +282,11 @@ def broadcast(
             run.append(record)
             continue
         if run:
-            _broadcast_run(run, subscribers, state, overflowed)
+            _broadcast_run(run, subscribers, state, forms, overflowed)
             run = []
-        _broadcast_one(record, subscribers, state, overflowed)
+        _broadcast_one(record, subscribers, state, forms, overflowed)
     if run:
-        _broadcast_run(run, subscribers, state, overflowed)
+        _broadcast_run(run, subscribers, state, forms, overflowed)
     for sub in overflowed:
         on_overflow(sub)
 
@@ -261,9 +299,10 @@ def _broadcast_run(
     run: list[Mapping[str, Any]],
     subscribers: Mapping[S, Session],
     state: RoomState,
+    forms: Forms,
     overflowed: dict[S, None],
 ) -> None:
-    renderers = [(record["seq"], record["kind"] == "roll", Renderer(record, state)) for record in run]
+    renderers = [(record["seq"], record["kind"] == "roll", Renderer(record, state, forms)) for record in run]
     first, last = run[0]["seq"], run[-1]["seq"]
     by_formats: dict[frozenset[str], tuple[bytes, tuple[tuple[int, bytes], ...]]] = {}
     for sub, session in subscribers.items():
@@ -280,9 +319,13 @@ def _broadcast_run(
 
 
 def _broadcast_one(
-    record: Mapping[str, Any], subscribers: Mapping[S, Session], state: RoomState, overflowed: dict[S, None]
+    record: Mapping[str, Any],
+    subscribers: Mapping[S, Session],
+    state: RoomState,
+    forms: Forms,
+    overflowed: dict[S, None],
 ) -> None:
-    renderer = Renderer(record, state)
+    renderer = Renderer(record, state, forms)
     seq = record["seq"]
     by_key: dict[tuple[str, frozenset[str]], bytes] = {}
     key_of = renderer.key
@@ -295,6 +338,8 @@ def _broadcast_one(
             overflowed[sub] = None
 
 
-def history(records: Iterable[Mapping[str, Any]], session: Session, state: RoomState) -> list[dict[str, Any]]:
-    """Stored records as ``session`` may see them now, for a welcome."""
-    return [Renderer(record, state).frame(session) for record in records]
+def history(
+    records: Iterable[Mapping[str, Any]], session: Session, state: RoomState, forms: Forms
+) -> list[dict[str, Any]]:
+    """Stored records as ``session`` may see them now, for a welcome (signed forms come from ``forms``)."""
+    return [Renderer(record, state, forms).frame(session) for record in records]

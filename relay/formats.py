@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from relay.logs import get_logger
+from relay.protocol import wire_numbers
 
 log = get_logger("relay.formats")
 
@@ -50,7 +51,8 @@ def _takes_label(fn: Callable[..., Any]) -> bool:
 def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:
     """``{"foundry": ..., "roll20": ...}`` for the requested formats that can be rendered."""
     out: dict[str, Any] = {}
-    result = record["result"]
+    # The renderers compute with the rules core's numbers; what they return goes on the wire without floats.
+    result = record.get("rules_result", record["result"])
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")
         if fn is not None:
@@ -66,4 +68,4 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
                 out["roll20"] = fn(result)
             except Exception:
                 log.exception("render_failed", format="roll20", seq=record["seq"])
-    return out
+    return {name: wire_numbers(value) for name, value in out.items()}

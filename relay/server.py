@@ -38,10 +38,12 @@ from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
 from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
+from relay.signing import Keyring, load_keyring
 from relay.state import RoomState
 
 logger = get_logger("relay.server")
 MAX_ROOM_ID = 64
+KEYS_PATH = "/.well-known/tablerelay-keys.json"
 
 
 def _reason(text: str) -> str:
@@ -91,6 +93,7 @@ class Connection:
 @dataclass(eq=False)
 class RoomHandle:
     room: Room
+    forms: fanout.Forms
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
@@ -107,8 +110,13 @@ class Relay:
         *,
         metrics: Metrics | None = None,
         resolve: Resolver | None = None,
+        keyring: Keyring | None = None,
     ) -> None:
         self.config = config
+        self.keyring = keyring
+        # The published keys, as the welcome carries them and /.well-known/tablerelay-keys.json serves them.
+        self.keys: list[dict[str, Any]] = keyring.jwks()["keys"] if keyring is not None else []
+        self._jwks = json.dumps({"keys": self.keys}).encode()
         self.limits = config.limits
         self.log = log
         self.secret = secret
@@ -160,7 +168,10 @@ class Relay:
         keep = self.limits.history
         if keep and state.seq:
             room.remember(await self.log.read(room_id, max(0, state.seq - keep), keep))
-        handle = RoomHandle(room)
+        # Signed forms are kept for every event a welcome may show without reading the log, and for the
+        # longest resume gap too, so a whole table resuming the same gap signs each event once.
+        capacity = 2 * (self.limits.history + self.limits.resume_max)
+        handle = RoomHandle(room, fanout.Forms(room_id, self.keyring, capacity))
         self.rooms[room_id] = handle
         self.metrics.rooms.set(len(self.rooms))
         logger.info("room_loaded", room=room_id, seq=state.seq)
@@ -264,7 +275,9 @@ class Relay:
         for handle in rooms:
             records, handle.outgoing = handle.outgoing, []
             try:
-                fanout.broadcast(records, handle.subscribers, handle.room.committed, self._overflow)
+                fanout.broadcast(
+                    records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
+                )
             except Exception:
                 logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
@@ -434,9 +447,11 @@ class Relay:
             logger.error("history_short", after=after, upto=upto, got=len(records))
             raise RuntimeError("the log returned fewer events than it has committed")
         token = auth.issue(self.secret, room.id, session.role, sub=session.id, name=session.member.name)
-        welcome = room.welcome(session, token, fanout.history(records, session, room.committed), recovered)
+        history = fanout.history(records, session, room.committed, handle.forms)
+        welcome = room.welcome(session, token, history, recovered)
         welcome["seq"] = upto
         welcome["state"] = state
+        welcome["keys"] = self.keys
         return welcome
 
     def _on_message(self, handle: RoomHandle, conn: Connection, message: str | bytes) -> None:
@@ -505,6 +520,16 @@ class Relay:
             return _response(200, body, "application/json")
         if path == "/metrics":
             return _response(200, self.metrics.render(), METRICS_TYPE)
+        if path == KEYS_PATH:
+            # Public and the same for everyone: any page or tool may fetch it, and caches may keep it a
+            # while (a rotation only adds a key, and takes effect when the server restarts).
+            return _response(
+                200,
+                self._jwks,
+                "application/jwk-set+json",
+                cache="public, max-age=300",
+                cors=True,
+            )
         file = static.resolve(path)
         if file is not None:
             try:
@@ -580,7 +605,9 @@ def _peek_id(message: str | bytes) -> str | None:
     return rid if isinstance(rid, str) and len(rid) <= 64 else None
 
 
-def _response(status: int, body: bytes, content_type: str) -> Response:
+def _response(
+    status: int, body: bytes, content_type: str, *, cache: str = "no-cache", cors: bool = False
+) -> Response:
     phrase = http.HTTPStatus(status).phrase
     headers = Headers(
         [
@@ -588,10 +615,12 @@ def _response(status: int, body: bytes, content_type: str) -> Response:
             ("Connection", "close"),
             ("Content-Length", str(len(body))),
             ("Content-Type", content_type),
-            ("Cache-Control", "no-cache"),
+            ("Cache-Control", cache),
             ("X-Content-Type-Options", "nosniff"),
         ]
     )
+    if cors:
+        headers["Access-Control-Allow-Origin"] = "*"
     return Response(status, phrase, headers, body)
 
 
@@ -627,11 +656,18 @@ async def run(
     *,
     resolve: Resolver | None = None,
     on_ready: Callable[[Server, Relay], None] | None = None,
+    keyring: Keyring | None = None,
 ) -> None:
-    """Serve until ``stop`` is set, then close sockets with 1001, finish appends and close the log."""
+    """Serve until ``stop`` is set, then close sockets with 1001, finish appends and close the log.
+
+    ``keyring`` signs events; by default the data folder's (or ``TABLERELAY_SIGNING_KEY``), unless the
+    ``signing`` setting is off.
+    """
     secret = auth.load_secret(config.data, config.secret)
+    if keyring is None and config.signing:
+        keyring = load_keyring(config.data, config.signing_key)
     log = SqliteLog(config.db_path, synchronous=config.synchronous)
-    relay = Relay(config, log, secret, resolve=resolve)
+    relay = Relay(config, log, secret, resolve=resolve, keyring=keyring)
     log.on_commit = relay.metrics.batch.observe
     try:
         async with serve(
