@@ -144,6 +144,7 @@ async def measure(
     tag: str = "fanout",
     profile: Path | None = None,
     profile_seconds: float = 2.5,
+    signing: bool = True,
 ) -> dict[str, Any]:
     """Deliveries per second of roll events to ``rooms`` rooms of ``per_room`` members on a fresh server.
 
@@ -152,7 +153,7 @@ async def measure(
     ever slows a run down. ``profile`` adds py-spy samples of further bursts and chains (not counted).
     """
     started = time.monotonic()
-    server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}")
+    server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}", signing=signing)
     profiles: dict[str, Any] = {}
     chains: list[dict[str, Any]] = []
     try:
@@ -189,6 +190,7 @@ async def measure(
         "per_room": per_room,
         "members": rooms * per_room,
         "events": events,
+        "signing": signing,
         **_figures(best, ""),
         "runs": runs,
         "connect_seconds": round(connect_seconds, 1),

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
-from relay.signing import Keyring
+from relay.signing import Keyring, signed_bytes
 from relay.state import RoomState
-from relay.visibility import FULL, audience, render
+from relay.visibility import FULL, SEALED, audience, render
 
 logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
@@ -189,6 +192,11 @@ class Forms:
     live broadcast and every welcome that shows the event in that form share one signature. A form that
     changed since (a roll after its reveal, a resource event whose cause was revealed) is signed anew.
     Without a keyring (signing switched off, for benchmarks) frames go out unsigned.
+
+    ``prepare`` signs ahead, on another thread, the forms that newly committed records are about to be
+    broadcast in: Ed25519 signing (about 30 µs) runs there without the GIL, so the event loop keeps only
+    the canonical encoding. ``frame`` then finds those signatures; should a form have changed in between,
+    it signs the new one itself.
     """
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
@@ -207,11 +215,54 @@ class Forms:
         cached = self._signed.get(key)
         if cached is not None and cached[0] == base:
             return cached[1]
-        signed = {**base, "kid": keyring.kid, "sig": keyring.sign(base, self.room_id)}
-        self._signed[key] = (base, signed)
+        self._keep(key, base, keyring.sign(base, self.room_id))
+        return self._signed[key][1]
+
+    def _keep(self, key: tuple[int, str], base: dict[str, Any], sig: bytes) -> None:
+        assert self.keyring is not None
+        self._signed[key] = (base, {**base, "kid": self.keyring.kid, "sig": sig})
         if len(self._signed) > self.capacity:
             del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
-        return signed
+
+    def prepare(
+        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: Executor
+    ) -> asyncio.Future[None] | None:
+        """Sign on ``signer`` the forms ``records`` will be broadcast in; done once they are kept here.
+
+        Every record has its full form; a hidden roll also its sealed placeholder. None when there is
+        nothing to sign (signing is off).
+        """
+        keyring = self.keyring
+        if keyring is None or not records:
+            return None
+        room_id = self.room_id
+        jobs: list[tuple[tuple[int, str], dict[str, Any], bytes]] = []
+        for record in records:
+            seq = record["seq"]
+            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
+                base = render(record, form, state)
+                jobs.append(((seq, form), base, signed_bytes(base, room_id)))
+        private = keyring.private
+        loop = asyncio.get_running_loop()
+        signing = loop.run_in_executor(signer, _sign_all, private, [message for _, _, message in jobs])
+        done: asyncio.Future[None] = loop.create_future()
+
+        def keep(signed: asyncio.Future[list[bytes]]) -> None:
+            error = None if signed.cancelled() else signed.exception()
+            if error is None and not signed.cancelled():
+                for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
+                    self._keep(key, base, sig)
+            else:  # ``frame`` signs them itself, then
+                logger.error("signing_failed", room=room_id, error=repr(error))
+            done.set_result(None)
+
+        signing.add_done_callback(keep)
+        return done
+
+
+def _sign_all(private: Ed25519PrivateKey, messages: list[bytes]) -> list[bytes]:
+    """Runs on the signer thread: ``cryptography`` lets go of the GIL while it signs."""
+    return [private.sign(message) for message in messages]
 
 
 class Renderer:

@@ -16,7 +16,9 @@ import http
 import itertools
 import json
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -97,6 +99,8 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
+    # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
+    signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
 
 
 class Relay:
@@ -117,6 +121,13 @@ class Relay:
         # The published keys, as the welcome carries them and /.well-known/tablerelay-keys.json serves them.
         self.keys: list[dict[str, Any]] = keyring.jwks()["keys"] if keyring is not None else []
         self._jwks = json.dumps({"keys": self.keys}).encode()
+        # One thread signs ahead of each broadcast (relay.fanout.Forms.prepare), in commit order.
+        self.signer = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablerelay-sign") if keyring else None
+        )
+        self._signing = 0  # groups waiting for their signatures
+        self._signed = asyncio.Event()
+        self._signed.set()
         self.limits = config.limits
         self.log = log
         self.secret = secret
@@ -274,18 +285,52 @@ class Relay:
         rooms, self._pending_rooms = self._pending_rooms, {}
         for handle in rooms:
             records, handle.outgoing = handle.outgoing, []
-            try:
-                fanout.broadcast(
-                    records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
-                )
-            except Exception:
-                logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
+            self._sign_then_broadcast(handle, records)
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
                 outbox.flush()
             except Exception:
                 logger.exception("flush_failed")
+
+    def _sign_then_broadcast(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
+        """Broadcast ``records`` once their forms are signed, after the groups committed before them.
+
+        The acks went out already (they carry no event), so rollers are not held up by the signing.
+        """
+        signed = None
+        if self.signer is not None:
+            try:
+                signed = handle.forms.prepare(records, handle.room.committed, self.signer)
+            except Exception:
+                # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
+                logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
+        handle.signing.append((records, signed))
+        if signed is None:
+            self._release(handle)
+            return
+        self._signing += 1
+        self._signed.clear()
+
+        def finished(_: asyncio.Future[None]) -> None:
+            self._signing -= 1
+            if not self._signing:
+                self._signed.set()
+            self._release(handle)
+
+        signed.add_done_callback(finished)
+
+    def _release(self, handle: RoomHandle) -> None:
+        """Broadcast the room's groups whose signing is done, oldest first."""
+        queue = handle.signing
+        while queue and (queue[0][1] is None or queue[0][1].done()):
+            records, _ = queue.popleft()
+            try:
+                fanout.broadcast(
+                    records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
+                )
+            except Exception:
+                logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
 
     def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
         if frame.get("t") == "error":
@@ -550,6 +595,9 @@ class Relay:
         await self.drain()
         for _ in range(3):  # the broadcast and outbox flushes the last commits scheduled
             await asyncio.sleep(0)
+        await self._signed.wait()  # broadcasts waiting for their signatures
+        for _ in range(3):
+            await asyncio.sleep(0)
         closing = [
             ws.close(protocol.CLOSE_GOING_AWAY, "The server is shutting down; reconnect and resume.")
             for ws in list(self._sockets)
@@ -692,5 +740,7 @@ async def run(
             await relay.shutdown(server)
         await relay.drain()
     finally:
+        if relay.signer is not None:
+            relay.signer.shutdown(wait=True)
         await log.close()
         logger.info("stopped")
