@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
+from relay.signer import SignerProcess
 from relay.signing import Keyring, signed_bytes
 from relay.state import RoomState
 from relay.visibility import FULL, SEALED, audience, render
@@ -188,52 +186,57 @@ class Forms:
     """A room's events in each audience form, signed: every (event, form) is signed once, not per socket.
 
     ``frame`` renders a record in a form and returns it with ``kid`` and ``sig``. The signed frame is
-    kept (the last ``capacity`` of them), and returned again while the form renders the same: so the
-    live broadcast and every welcome that shows the event in that form share one signature. A form that
-    changed since (a roll after its reveal, a resource event whose cause was revealed) is signed anew.
-    Without a keyring (signing switched off, for benchmarks) frames go out unsigned.
+    kept (the last ``capacity`` of them) with the room's reveal count, and returned again while no
+    reveal came since, or while the form still renders the same: so the live broadcast and every
+    welcome that shows the event in that form share one signature. A form that changed (a roll after
+    its reveal, a resource event whose cause was revealed) is signed anew. Without a keyring (signing
+    switched off, for benchmarks) frames go out unsigned.
 
-    ``prepare`` signs ahead, on another thread, the forms that newly committed records are about to be
-    broadcast in: Ed25519 signing (about 30 µs) runs there without the GIL, so the event loop keeps only
-    the canonical encoding. ``frame`` then finds those signatures; should a form have changed in between,
-    it signs the new one itself.
+    ``prepare`` has the forms that newly committed records are about to be broadcast in signed ahead by
+    the signing process (``relay.signer``), so the event loop keeps only the canonical encoding;
+    ``frame`` then finds those signatures.
     """
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
         self.room_id = room_id
         self.keyring = keyring
         self.capacity = capacity
-        self._signed: dict[tuple[int, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+        # (seq, form) -> (the state's reveal count, the rendered form, the same signed)
+        self._signed: dict[tuple[int, str], tuple[int, dict[str, Any], dict[str, Any]]] = {}
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
         """``record`` as the audience of ``form`` receives it; a shared object, never to be changed."""
-        base = render(record, form, state)
         keyring = self.keyring
         if keyring is None:
-            return base
+            return render(record, form, state)
         key = (record["seq"], form)
         cached = self._signed.get(key)
-        if cached is not None and cached[0] == base:
-            return cached[1]
-        self._keep(key, base, keyring.sign(base, self.room_id))
-        return self._signed[key][1]
+        if cached is not None and cached[0] == state.reveals:
+            return cached[2]
+        base = render(record, form, state)
+        if cached is not None and cached[1] == base:
+            self._signed[key] = (state.reveals, base, cached[2])
+            return cached[2]
+        return self._keep(key, state.reveals, base, keyring.sign(base, self.room_id))
 
-    def _keep(self, key: tuple[int, str], base: dict[str, Any], sig: bytes) -> None:
+    def _keep(self, key: tuple[int, str], reveals: int, base: dict[str, Any], sig: bytes) -> dict[str, Any]:
         assert self.keyring is not None
-        self._signed[key] = (base, {**base, "kid": self.keyring.kid, "sig": sig})
+        signed = {**base, "kid": self.keyring.kid, "sig": sig}
+        self._signed[key] = (reveals, base, signed)
         if len(self._signed) > self.capacity:
             del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
+        return signed
 
     def prepare(
-        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: Executor
+        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: SignerProcess | None
     ) -> asyncio.Future[None] | None:
-        """Sign on ``signer`` the forms ``records`` will be broadcast in; done once they are kept here.
+        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here.
 
         Every record has its full form; a hidden roll also its sealed placeholder. None when there is
-        nothing to sign (signing is off).
+        nothing to wait for (signing is off, or the signing process is gone: ``frame`` signs then).
         """
         keyring = self.keyring
-        if keyring is None or not records:
+        if keyring is None or signer is None or not signer.alive or not records:
             return None
         room_id = self.room_id
         jobs: list[tuple[tuple[int, str], dict[str, Any], bytes]] = []
@@ -242,27 +245,18 @@ class Forms:
             for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
                 base = render(record, form, state)
                 jobs.append(((seq, form), base, signed_bytes(base, room_id)))
-        private = keyring.private
-        loop = asyncio.get_running_loop()
-        signing = loop.run_in_executor(signer, _sign_all, private, [message for _, _, message in jobs])
-        done: asyncio.Future[None] = loop.create_future()
+        reveals = state.reveals
+        signing = signer.sign([message for _, _, message in jobs])
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def keep(signed: asyncio.Future[list[bytes]]) -> None:
-            error = None if signed.cancelled() else signed.exception()
-            if error is None and not signed.cancelled():
+            if not signed.cancelled() and signed.exception() is None:
                 for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
-                    self._keep(key, base, sig)
-            else:  # ``frame`` signs them itself, then
-                logger.error("signing_failed", room=room_id, error=repr(error))
+                    self._keep(key, reveals, base, sig)
             done.set_result(None)
 
         signing.add_done_callback(keep)
         return done
-
-
-def _sign_all(private: Ed25519PrivateKey, messages: list[bytes]) -> list[bytes]:
-    """Runs on the signer thread: ``cryptography`` lets go of the GIL while it signs."""
-    return [private.sign(message) for message in messages]
 
 
 class Renderer:

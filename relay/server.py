@@ -18,7 +18,6 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -40,6 +39,7 @@ from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
 from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
+from relay.signer import SignerProcess
 from relay.signing import Keyring, load_keyring
 from relay.state import RoomState
 
@@ -99,8 +99,12 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
-    # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
-    signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
+    acks: list[Send] = field(default_factory=list)  # acks of the outgoing records
+    # Committed groups in seq order with their acks, each with the signing it waits for (None: nothing
+    # to wait for).
+    signing: deque[tuple[list[dict[str, Any]], list[Send], asyncio.Future[None] | None]] = field(
+        default_factory=deque
+    )
 
 
 class Relay:
@@ -121,10 +125,8 @@ class Relay:
         # The published keys, as the welcome carries them and /.well-known/tablerelay-keys.json serves them.
         self.keys: list[dict[str, Any]] = keyring.jwks()["keys"] if keyring is not None else []
         self._jwks = json.dumps({"keys": self.keys}).encode()
-        # One thread signs ahead of each broadcast (relay.fanout.Forms.prepare), in commit order.
-        self.signer = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablerelay-sign") if keyring else None
-        )
+        # Signs ahead of each broadcast (relay.fanout.Forms.prepare); started by ``run``.
+        self.signer: SignerProcess | None = None
         self._signing = 0  # groups waiting for their signatures
         self._signed = asyncio.Event()
         self._signed.set()
@@ -212,7 +214,10 @@ class Relay:
             self._failed(handle, pending, error)
             return
         try:
-            self._execute(handle, handle.room.committed_append(pending))
+            actions = handle.room.committed_append(pending)
+            # An ack waits for its event's signature, so the two still leave together, ack first.
+            handle.acks.extend(a for a in actions if isinstance(a, Send))
+            self._execute(handle, [a for a in actions if not isinstance(a, Send)])
         except Exception:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
         elapsed = time.perf_counter() - pending.started
@@ -285,7 +290,8 @@ class Relay:
         rooms, self._pending_rooms = self._pending_rooms, {}
         for handle in rooms:
             records, handle.outgoing = handle.outgoing, []
-            self._sign_then_broadcast(handle, records)
+            acks, handle.acks = handle.acks, []
+            self._sign_then_broadcast(handle, records, acks)
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
@@ -293,19 +299,18 @@ class Relay:
             except Exception:
                 logger.exception("flush_failed")
 
-    def _sign_then_broadcast(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
-        """Broadcast ``records`` once their forms are signed, after the groups committed before them.
-
-        The acks went out already (they carry no event), so rollers are not held up by the signing.
-        """
+    def _sign_then_broadcast(
+        self, handle: RoomHandle, records: list[dict[str, Any]], acks: list[Send]
+    ) -> None:
+        """Send ``acks`` and broadcast ``records`` once the records' forms are signed, after the groups
+        committed before them."""
         signed = None
-        if self.signer is not None:
-            try:
-                signed = handle.forms.prepare(records, handle.room.committed, self.signer)
-            except Exception:
-                # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
-                logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
-        handle.signing.append((records, signed))
+        try:
+            signed = handle.forms.prepare(records, handle.room.committed, self.signer)
+        except Exception:
+            # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
+            logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
+        handle.signing.append((records, acks, signed))
         if signed is None:
             self._release(handle)
             return
@@ -323,8 +328,9 @@ class Relay:
     def _release(self, handle: RoomHandle) -> None:
         """Broadcast the room's groups whose signing is done, oldest first."""
         queue = handle.signing
-        while queue and (queue[0][1] is None or queue[0][1].done()):
-            records, _ = queue.popleft()
+        while queue and (queue[0][2] is None or queue[0][2].done()):
+            records, acks, _ = queue.popleft()
+            self._execute(handle, list(acks))
             try:
                 fanout.broadcast(
                     records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
@@ -716,6 +722,8 @@ async def run(
         keyring = load_keyring(config.data, config.signing_key)
     log = SqliteLog(config.db_path, synchronous=config.synchronous)
     relay = Relay(config, log, secret, resolve=resolve, keyring=keyring)
+    if keyring is not None:
+        relay.signer = await SignerProcess.start(keyring.private)
     log.on_commit = relay.metrics.batch.observe
     try:
         async with serve(
@@ -741,6 +749,6 @@ async def run(
         await relay.drain()
     finally:
         if relay.signer is not None:
-            relay.signer.shutdown(wait=True)
+            await relay.signer.close()
         await log.close()
         logger.info("stopped")
