@@ -19,6 +19,8 @@ PREFIXES = {
     "/web/": ("web",),
     "/js/": ("js",),
     "/vendor/msgpack/": ("js", "node_modules", "@msgpack", "msgpack", "dist.esm"),
+    # Imported by the JS client only where WebCrypto lacks Ed25519 (current Chromium has it).
+    "/vendor/noble-ed25519/": ("js", "node_modules", "@noble", "ed25519"),
 }
 TYPES = {
     ".js": "text/javascript; charset=utf-8",
