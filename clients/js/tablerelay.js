@@ -325,12 +325,21 @@ export async function ed25519Verify(publicKey, signature, message) {
  *   /.well-known/tablerelay-keys.json), a list of JWKs, or the Map `importKeys` returns
  */
 export async function verifyEvent(event, roomId, keys) {
+  if (!globalThis.crypto?.subtle) {
+    // Browsers hide WebCrypto on plain http (other than localhost); noble needs its SHA-512 too.
+    return { verified: false, reason: "Signatures cannot be checked on this page: WebCrypto is unavailable (use https)." };
+  }
   const { kid, sig } = event ?? {};
   if (typeof kid !== "string" || !(sig instanceof Uint8Array)) {
     return { verified: false, reason: "The event is not signed." };
   }
   if (sig.length !== 64) return { verified: false, reason: `The signature is ${sig.length} bytes, not 64.` };
-  const key = (await importKeys(keys)).get(kid);
+  let key;
+  try {
+    key = (await importKeys(keys)).get(kid);
+  } catch (err) {
+    return { verified: false, reason: `The server's keys could not be read: ${err?.message ?? err}.` };
+  }
   if (!key) return { verified: false, reason: `The event's key ${kid} is not one of the server's keys.` };
   let message;
   try {
@@ -670,7 +679,10 @@ export class TableRelay {
     this.room = frame.room;
     this.you = frame.you;
     this.keys = Array.isArray(frame.keys) ? frame.keys : [];
-    if (this._verify) this._keyTable = await importKeys(this._pinnedKeys ?? this.keys);
+    if (this._verify) {
+      // Imported once per welcome; verifyEvent explains any failure per event.
+      this._keyTable = await importKeys(this._pinnedKeys ?? this.keys).catch(() => this._pinnedKeys ?? this.keys);
+    }
     if (frame.session) this.session = frame.session;
     this._welcomed = true;
     this._welcomedOnSocket = true;
