@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.harness import BenchError, Clients, close_all, cpu_seconds, gather_expect, split, start_clients
+from bench.harness import (
+    BenchError,
+    Clients,
+    children,
+    close_all,
+    cpu_seconds,
+    gather_expect,
+    split,
+    start_clients,
+)
 from bench.profile import Sampler
 from bench.servers import Calibration, Server
 
@@ -92,7 +101,9 @@ async def burst(
     await gather_expect(receivers, "armed", 30)
     if on_start is not None:
         await on_start()
-    pids = {"server": server_pid, "receivers": [g.proc.pid for g in receivers], "driver": [driver.proc.pid]}
+    # The server's child processes (the relay's signer) count as the server.
+    server = [server_pid, *children(server_pid)]
+    pids = {"server": server, "receivers": [g.proc.pid for g in receivers], "driver": [driver.proc.pid]}
     before = cpu_of(pids)
     driver.send(cmd=mode, n=events, timeout=120)
     sent = await driver.expect(mode, 150)
