@@ -94,7 +94,9 @@ class SignerProcess:
                     raise SignerGone(f"the signing process answered {count} signatures for {expected}")
                 if not future.done():
                     future.set_result([data[i : i + SIGNATURE] for i in range(0, len(data), SIGNATURE)])
-        except (asyncio.IncompleteReadError, ConnectionError, SignerGone) as exc:
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the child ended or misbehaved: sign in this process from now on
             if self.alive:
                 logger.error("signer_ended", error=repr(exc))
         finally:

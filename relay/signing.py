@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -329,9 +329,3 @@ def check(event: Mapping[str, Any], room_id: str, keys: Any) -> str | None:
 def verify(event: Mapping[str, Any], room_id: str, keys: Any) -> bool:
     """True when ``event`` carries a good signature, for room ``room_id``, by a key in ``keys``."""
     return check(event, room_id, keys) is None
-
-
-def verify_all(events: Iterable[Mapping[str, Any]], room_id: str, keys: Any) -> list[tuple[int, str]]:
-    """(index, reason) of every event that does not verify."""
-    table = public_keys(keys)
-    return [(i, reason) for i, event in enumerate(events) if (reason := check(event, room_id, table))]
