@@ -81,7 +81,7 @@ FULL = Sizes(
     growth_kinds=("relay", "bare"),
     chain_divisor=4,
     profile_members=1000,
-    signing_rounds=2,
+    signing_rounds=3,
 )
 
 QUICK = Sizes(
