@@ -99,12 +99,8 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
-    acks: list[Send] = field(default_factory=list)  # acks of the outgoing records
-    # Committed groups in seq order with their acks, each with the signing it waits for (None: nothing
-    # to wait for).
-    signing: deque[tuple[list[dict[str, Any]], list[Send], asyncio.Future[None] | None]] = field(
-        default_factory=deque
-    )
+    # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
+    signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
 
 
 class Relay:
@@ -214,13 +210,11 @@ class Relay:
             self._failed(handle, pending, error)
             return
         try:
-            actions = handle.room.committed_append(pending)
-            # An ack waits for its event's signature, so the two still leave together in one write per
-            # socket: sent ahead, an ack cost every roller a write of its own (measured: 1.3 to 2 times the
-            # writes with 100 rollers). The signing runs on the other core, so waiting costs latency, not
-            # the loop's time.
-            handle.acks.extend(a for a in actions if isinstance(a, Send))
-            self._execute(handle, [a for a in actions if not isinstance(a, Send)])
+            # Acks go out at once: stored is stored. The events follow once signed (``_tick``), so a
+            # roller's next roll never waits for the signing process to be scheduled. (Holding each ack
+            # for its event saves a write per roller, but on a loaded machine the signer's scheduling
+            # delays then gated every roll: 0.66x of unsigned against 0.70-0.93x, bench/changes.md.)
+            self._execute(handle, handle.room.committed_append(pending))
         except Exception:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
         elapsed = time.perf_counter() - pending.started
@@ -293,8 +287,7 @@ class Relay:
         rooms, self._pending_rooms = self._pending_rooms, {}
         for handle in rooms:
             records, handle.outgoing = handle.outgoing, []
-            acks, handle.acks = handle.acks, []
-            self._sign_then_broadcast(handle, records, acks)
+            self._sign_then_broadcast(handle, records)
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
@@ -302,18 +295,15 @@ class Relay:
             except Exception:
                 logger.exception("flush_failed")
 
-    def _sign_then_broadcast(
-        self, handle: RoomHandle, records: list[dict[str, Any]], acks: list[Send]
-    ) -> None:
-        """Send ``acks`` and broadcast ``records`` once the records' forms are signed, after the groups
-        committed before them."""
+    def _sign_then_broadcast(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
+        """Broadcast ``records`` once their forms are signed, after the groups committed before them."""
         signed = None
         try:
             signed = handle.forms.prepare(records, handle.room.committed, self.signer)
         except Exception:
             # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
             logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
-        handle.signing.append((records, acks, signed))
+        handle.signing.append((records, signed))
         if signed is None:
             self._release(handle)
             return
@@ -331,9 +321,8 @@ class Relay:
     def _release(self, handle: RoomHandle) -> None:
         """Broadcast the room's groups whose signing is done, oldest first."""
         queue = handle.signing
-        while queue and (queue[0][2] is None or queue[0][2].done()):
-            records, acks, _ = queue.popleft()
-            self._execute(handle, list(acks))
+        while queue and (queue[0][1] is None or queue[0][1].done()):
+            records, _ = queue.popleft()
             try:
                 fanout.broadcast(
                     records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
