@@ -788,9 +788,12 @@ Server CPU (µs, all threads) in the same runs:
 
 {table(["", "signing on", "signing off"], cpu_rows)}
 
-A signature costs the server one canonical encoding and one Ed25519 signing per event and form (about
-30–40 µs on this machine, against 130–150 µs of work per acked roll); it is made once, however many
-sockets receive the event, so fan-out barely notices it. Verifying is the clients' work.
+Each event and audience form costs one canonical encoding on the event loop (about 5 µs for a roll) and one
+Ed25519 signature (about 30 µs), made by the relay's signing process on the other core; the server CPU
+above counts both processes. A signature is made once however many sockets receive the event, so fan-out
+barely notices it; acked rolls pay it once per roll, against 110–150 µs of other work, and on a machine
+whose cores are busy with other work the signing process has to wait for one, which is where the ratio
+moves from run to run. Verifying is the clients' work.
 """
     return text, goals
 
