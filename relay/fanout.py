@@ -24,6 +24,9 @@ from relay.visibility import FULL, SEALED, audience, render
 
 logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
+#: Seconds a broadcast waits for the signing process before the loop signs what is missing itself. The
+#: process answers in well under a millisecond when it has a core; this bounds what a busy machine adds.
+SIGNER_WAIT = 0.05
 S = TypeVar("S", bound="Subscriber")
 
 
@@ -228,12 +231,19 @@ class Forms:
         return signed
 
     def prepare(
-        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: SignerProcess | None
+        self,
+        records: Sequence[Mapping[str, Any]],
+        state: RoomState,
+        signer: SignerProcess | None,
+        wait: float = SIGNER_WAIT,
     ) -> asyncio.Future[None] | None:
-        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here.
+        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here,
+        or after ``wait`` seconds at most.
 
         Every record has its full form; a hidden roll also its sealed placeholder. None when there is
-        nothing to wait for (signing is off, or the signing process is gone: ``frame`` signs then).
+        nothing to wait for (signing is off, or the signing process is gone). Whatever is not signed when
+        the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy machine delays
+        events by ``wait`` at most, never by however long the scheduler keeps it waiting.
         """
         keyring = self.keyring
         if keyring is None or signer is None or not signer.alive or not records:
@@ -247,14 +257,21 @@ class Forms:
                 jobs.append(((seq, form), base, signed_bytes(base, room_id)))
         reveals = state.reveals
         signing = signer.sign([message for _, _, message in jobs])
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def finish() -> None:
+            if not done.done():
+                done.set_result(None)
 
         def keep(signed: asyncio.Future[list[bytes]]) -> None:
             if not signed.cancelled() and signed.exception() is None:
                 for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
-                    self._keep(key, reveals, base, sig)
-            done.set_result(None)
+                    self._keep(key, reveals, base, sig)  # late ones too: a welcome may still use them
+            timer.cancel()
+            finish()
 
+        timer = loop.call_later(wait, finish)
         signing.add_done_callback(keep)
         return done
 
