@@ -238,6 +238,10 @@ def verify_command(args: argparse.Namespace) -> int:
             return _fail(f"cannot read the key set {args.keys}: {exc.strerror}.")
         except ValueError as exc:
             return _fail(f"the key set {args.keys} is not JSON: {exc}.")
+        try:
+            keys = signing.public_keys(keys)
+        except signing.SigningKeyError as exc:
+            return _fail(f"the key set {args.keys} cannot be used: {exc}")
     try:
         export = exports.read(data)
         problems = exports.failures(export, keys)

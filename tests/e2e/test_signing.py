@@ -329,3 +329,16 @@ def test_a_malformed_key_file_is_a_sentence_not_a_traceback(tmp_path: Path) -> N
     assert proc.returncode == 2, proc.stderr
     assert "TABLERELAY_SIGNING_KEY" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+async def test_verify_refuses_a_key_set_it_cannot_use(server: Server, room: Room, tmp_path: Path) -> None:
+    out = tmp_path / "export.jsonl"
+    made = await asyncio_cli(server, "room", "export", room.id, "--data", str(server.data), "-o", str(out))
+    assert made.returncode == 0, made.stderr
+    lying = tmp_path / "lying.json"
+    jwk = jwks(server)["keys"][0]
+    lying.write_text(json.dumps({"keys": [{**jwk, "kid": "0" * 16}]}))
+    checked = await asyncio_cli(server, "verify", str(out), "--keys", str(lying))
+    assert checked.returncode == 2
+    assert b"cannot be used" in checked.stderr, checked.stderr
+    assert b"Traceback" not in checked.stderr
