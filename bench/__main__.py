@@ -31,7 +31,7 @@ from bench import appends, fanout, growth, latency, memory, report, servers
 from bench.harness import ROOT
 from bench.machine import describe, loadavg
 
-SECTIONS = ("fanout", "latency", "memory", "appends", "growth", "dice")
+SECTIONS = ("fanout", "latency", "memory", "appends", "growth", "signing", "dice")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -57,6 +57,7 @@ class Sizes:
     growth_kinds: tuple[str, ...]
     chain_divisor: int  # one-at-a-time runs send events // chain_divisor rolls
     profile_members: int
+    signing_rounds: int  # signing on, then off, this many times; the best of each counts
 
 
 FULL = Sizes(
@@ -80,6 +81,7 @@ FULL = Sizes(
     growth_kinds=("relay", "bare"),
     chain_divisor=4,
     profile_members=1000,
+    signing_rounds=3,
 )
 
 QUICK = Sizes(
@@ -103,6 +105,7 @@ QUICK = Sizes(
     growth_kinds=("relay",),
     chain_divisor=4,
     profile_members=1000,
+    signing_rounds=1,
 )
 
 
@@ -121,7 +124,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     calibration = await servers.calibrate(run_dir)
     results["calibration"] = {
         "frame_size": calibration.frame_size,
-        "json_size": len(json.dumps(calibration.event, separators=(",", ":"))),
+        "json_size": len(servers.as_json(calibration.event, separators=(",", ":"))),
         "intent": servers.INTENT,
         "label": servers.LABEL,
     }
@@ -285,6 +288,47 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         )
         return {"members": members, "rooms": rooms}
 
+    async def do_signing() -> dict[str, Any]:
+        # What signing costs, signing on against off on the same machine minutes apart, taking turns so
+        # that load from other work falls on both: acked rolls with 100 rollers in one room (the roll
+        # path, one signature per roll) and fan-out to 1,000 members (one signature per roll, spread
+        # over 1,000 deliveries).
+        members = 1000
+        events = fanout.events_for(members, sizes.fanout_deliveries)
+        out: dict[str, Any] = {"appends": [], "fanout": []}
+        for _ in range(sizes.signing_rounds):
+            for signing in (True, False):
+                mode = "on" if signing else "off"
+                r = await appends.measure(
+                    run_dir,
+                    calibration,
+                    rooms=1,
+                    rollers_per_room=100,
+                    seconds=sizes.append_seconds,
+                    repeats=sizes.append_windows,
+                    signing=signing,
+                )
+                _say(f"signing {mode:>3}: 100 rollers {r['rate']:>8,.0f} acked rolls/s")
+                out["appends"].append(r)
+                f = await fanout.measure(
+                    "relay",
+                    run_dir,
+                    calibration,
+                    rooms=1,
+                    per_room=members,
+                    events=events,
+                    chain_events=max(5, events // sizes.chain_divisor),
+                    repeats=sizes.repeats,
+                    tag=f"signing-{mode}",
+                    signing=signing,
+                )
+                _say(
+                    f"signing {mode:>3}: N={members} burst {f['rate']:>10,.0f}/s"
+                    f"  one at a time {f.get('chain_rate', 0):>9,.0f}/s"
+                )
+                out["fanout"].append(f)
+        return out
+
     async def do_dice() -> Any:
         from bench import dice_section
 
@@ -295,6 +339,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     await section("memory", do_memory)
     await section("appends", do_appends)
     await section("growth", do_growth)
+    await section("signing", do_signing)
     await section("dice", do_dice)
     results["duration"] = round(time.monotonic() - started, 1)
     results["problems"] = list(_problems)

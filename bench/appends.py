@@ -41,9 +41,12 @@ async def measure(
     warmup: float = 0.5,
     repeats: int = 2,
     profile: Path | None = None,
+    signing: bool = True,
 ) -> dict[str, Any]:
     """Acknowledged rolls per second; ``profile`` samples the server (py-spy) in the measured window."""
-    server = await servers.start("relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}")
+    server = await servers.start(
+        "relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}", signing=signing
+    )
     groups = []
     try:
         made = server.add_rooms(rooms)
@@ -97,6 +100,7 @@ async def measure(
         "rooms": rooms,
         "rollers_per_room": rollers_per_room,
         "rollers": rooms * rollers_per_room,
+        "signing": signing,
         "seconds": seconds,
         "acks": acks,
         "windows": [w[0] for w in windows],

@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.harness import BenchError, Clients, close_all, cpu_seconds, gather_expect, split, start_clients
+from bench.harness import (
+    BenchError,
+    Clients,
+    children,
+    close_all,
+    cpu_seconds,
+    gather_expect,
+    split,
+    start_clients,
+)
 from bench.profile import Sampler
 from bench.servers import Calibration, Server
 
@@ -92,7 +101,9 @@ async def burst(
     await gather_expect(receivers, "armed", 30)
     if on_start is not None:
         await on_start()
-    pids = {"server": server_pid, "receivers": [g.proc.pid for g in receivers], "driver": [driver.proc.pid]}
+    # The server's child processes (the relay's signer) count as the server.
+    server = [server_pid, *children(server_pid)]
+    pids = {"server": server, "receivers": [g.proc.pid for g in receivers], "driver": [driver.proc.pid]}
     before = cpu_of(pids)
     driver.send(cmd=mode, n=events, timeout=120)
     sent = await driver.expect(mode, 150)
@@ -144,6 +155,7 @@ async def measure(
     tag: str = "fanout",
     profile: Path | None = None,
     profile_seconds: float = 2.5,
+    signing: bool = True,
 ) -> dict[str, Any]:
     """Deliveries per second of roll events to ``rooms`` rooms of ``per_room`` members on a fresh server.
 
@@ -152,7 +164,7 @@ async def measure(
     ever slows a run down. ``profile`` adds py-spy samples of further bursts and chains (not counted).
     """
     started = time.monotonic()
-    server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}")
+    server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}", signing=signing)
     profiles: dict[str, Any] = {}
     chains: list[dict[str, Any]] = []
     try:
@@ -189,6 +201,7 @@ async def measure(
         "per_room": per_room,
         "members": rooms * per_room,
         "events": events,
+        "signing": signing,
         **_figures(best, ""),
         "runs": runs,
         "connect_seconds": round(connect_seconds, 1),

@@ -129,14 +129,26 @@ class Calibration:
 
 
 async def start(
-    kind: str, run_dir: Path, calibration: Calibration | None, tag: str, *, traced: Path | None = None
+    kind: str,
+    run_dir: Path,
+    calibration: Calibration | None,
+    tag: str,
+    *,
+    traced: Path | None = None,
+    signing: bool = True,
 ) -> Server:
-    """A fresh server of ``kind``; ``traced`` (relay only) runs it under tracemalloc, see relay_traced."""
+    """A fresh server of ``kind``; ``traced`` (relay only) runs it under tracemalloc, see relay_traced.
+
+    ``signing=False`` starts the relay with event signing off (``TABLERELAY_SIGNING=off``), only so the
+    signing section can measure what signing costs.
+    """
     log = run_dir / f"{tag}-{kind}.log"
     if kind == "relay":
         data = Path(tempfile.mkdtemp(prefix="tablerelay-bench-", dir=run_dir))
         serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--data", str(data)]
         env = dict(RELAY_ENV)
+        if not signing:
+            env["TABLERELAY_SIGNING"] = "off"
         if traced is None:
             argv = [str(VENV_BIN / "tablerelay"), *serve]
         else:
@@ -154,6 +166,11 @@ async def start(
         raise ValueError(kind)
     process = await start_server(kind, argv, log)
     return Server(kind, process)
+
+
+def as_json(event: dict[str, Any], **options: Any) -> str:
+    """``event`` as JSON; its bytes (the signature) as hex, as a JSON client would have to carry them."""
+    return json.dumps(event, default=lambda b: b.hex(), **options)
 
 
 async def calibrate(run_dir: Path) -> Calibration:
@@ -177,5 +194,5 @@ async def calibrate(run_dir: Path) -> Calibration:
     finally:
         await server.stop()
     payload_file = run_dir / "event.json"
-    payload_file.write_text(json.dumps(frame))
+    payload_file.write_text(as_json(frame))
     return Calibration(len(raw), frame, payload_file)

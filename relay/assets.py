@@ -66,7 +66,11 @@ CLIENTS: tuple[Client, ...] = (
     Client("foundry", "clients/foundry", exclude=("test/*", "*.test.*", "package*.json"), required=False),
 )
 
-VENDORED: tuple[Vendored, ...] = (Vendored("msgpack", "@msgpack/msgpack", "dist.esm"),)
+VENDORED: tuple[Vendored, ...] = (
+    Vendored("msgpack", "@msgpack/msgpack", "dist.esm"),
+    # Imported by the JS client only where WebCrypto lacks Ed25519 (current Chromium has it).
+    Vendored("noble-ed25519", "@noble/ed25519", ".", include=("index.js",)),
+)
 
 
 class UnknownClient(LookupError):

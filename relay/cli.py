@@ -1,4 +1,4 @@
-"""The ``tablerelay`` command: serve, room create/list, token, roll.
+"""The ``tablerelay`` command: serve, room create/list/export, token, key rotate, verify, roll.
 
 Each subcommand's work lives in its own module; this file only parses the command line.
 """
@@ -49,6 +49,39 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--data", help="data folder [./data]")
     listing.add_argument("--config", help="a TOML config file")
     listing.add_argument("--json", action="store_true", help="print JSON")
+
+    export = room_sub.add_parser(
+        "export",
+        help="write a room's events, signed, as anyone outside hidden rolls may see them",
+        description="Write a room's events in seq order, each signed with the current key, as a "
+        "spectator sees them now (hidden rolls not yet revealed stay sealed). Check it with "
+        "tablerelay verify.",
+    )
+    export.add_argument("room", help="room id")
+    export.add_argument("--format", choices=["jsonl", "msgpack"], default="jsonl", help="[jsonl]")
+    export.add_argument("--output", "-o", help="file to write [standard output]")
+    export.add_argument("--data", help="data folder [./data]")
+    export.add_argument("--config", help="a TOML config file")
+
+    key = sub.add_parser("key", help="manage the key that signs events")
+    key_sub = key.add_subparsers(dest="key_command", required=True, metavar="ACTION")
+    rotate = key_sub.add_parser(
+        "rotate", help="make a new signing key current; the old one stays published as retired"
+    )
+    rotate.add_argument("--data", help="data folder [./data]")
+    rotate.add_argument("--config", help="a TOML config file")
+
+    verify = sub.add_parser(
+        "verify",
+        help="check the signature of every event in a room export",
+        description="Check every event of a room export (tablerelay room export). Prints each event "
+        "that fails and exits 1 if any does.",
+    )
+    verify.add_argument("file", help="an export file (JSON Lines or MessagePack)")
+    verify.add_argument(
+        "--keys",
+        help="a JWK Set to trust (the server's /.well-known/tablerelay-keys.json) instead of the file's",
+    )
 
     token = sub.add_parser("token", help="issue a token for a room")
     token.add_argument("--room", required=True, help="room id")
@@ -108,9 +141,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve_command(args)
     if args.command == "room":
-        from relay.commands import room_create_command, room_list_command
+        from relay.commands import room_create_command, room_export_command, room_list_command
 
-        return room_create_command(args) if args.room_command == "create" else room_list_command(args)
+        commands = {"create": room_create_command, "list": room_list_command, "export": room_export_command}
+        return commands[args.room_command](args)
+    if args.command == "key":
+        from relay.commands import key_rotate_command
+
+        return key_rotate_command(args)
+    if args.command == "verify":
+        from relay.commands import verify_command
+
+        return verify_command(args)
     if args.command == "foundry":
         from relay.commands import foundry_package_command
 

@@ -1,4 +1,4 @@
-"""The work behind ``tablerelay serve``, ``room create``, ``room list`` and ``token``."""
+"""The work behind the ``tablerelay`` commands other than ``roll`` (see relay.cli)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import signal
 import sys
 from typing import Any
 
-from relay import auth, logs, public
+from relay import auth, logs, public, signing
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
-from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync
+from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync, read_sync
 
 # The page each role opens its link on.
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
@@ -46,7 +46,8 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         logs.configure(config.log_format, config.log_level)
         _check(config)
-    except (ConfigError, ValueError) as exc:
+        keyring = signing.load_keyring(config.data, config.signing_key) if config.signing else None
+    except (ConfigError, ValueError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
 
     async def main() -> None:
@@ -54,7 +55,7 @@ def serve_command(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run(config, stop)
+        await run(config, stop, keyring=keyring)
 
     settle_gc()
     try:
@@ -210,4 +211,89 @@ def foundry_package_command(args: argparse.Namespace) -> int:
         return _fail(f"cannot write {out}: {exc.strerror or exc}.")
     print(f"wrote {out} ({len(data):,} bytes): the Foundry module for {base}")
     print(f"manifest URL for Foundry's 'Install Module': {base}{foundry.MANIFEST_PATH}")
+    return 0
+
+
+def key_rotate_command(args: argparse.Namespace) -> int:
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    if config.signing_key:
+        return _fail(
+            "the signing key comes from TABLERELAY_SIGNING_KEY, not the data folder: put a new key there "
+            "and restart the server (the old key is then published as retired)."
+        )
+    try:
+        old, new = signing.rotate(config.data)
+    except signing.SigningKeyError as exc:
+        return _fail(str(exc))
+    if old is not None:
+        print(f"Key {old} retired (still published, so the events it signed still verify).")
+    print(f"Key {new} is current. Restart the server to sign with it.")
+    return 0
+
+
+def room_export_command(args: argparse.Namespace) -> int:
+    from relay import exports
+
+    try:
+        config = _config(args)
+        keyring = signing.load_keyring(config.data, config.signing_key)
+    except (ConfigError, signing.SigningKeyError) as exc:
+        return _fail(str(exc))
+    with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
+        info = get_room_sync(conn, args.room)
+        if info is None:
+            return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+        records: list[dict[str, Any]] = []
+        while True:
+            chunk = read_sync(conn, info.id, len(records), 5000)
+            records.extend(chunk)
+            if len(chunk) < 5000:
+                break
+    events = exports.public_events(records, info, keyring)
+    if args.output and args.output != "-":
+        with open(args.output, "wb") as out:
+            count = exports.write(out, args.format, exports.header(info, keyring), events)
+        print(f"Wrote {count} events of room {info.id} to {args.output}.", file=sys.stderr)
+    else:
+        exports.write(sys.stdout.buffer, args.format, exports.header(info, keyring), events)
+        sys.stdout.flush()
+    return 0
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    from relay import exports
+
+    try:
+        with open(args.file, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return _fail(f"cannot read {args.file}: {exc.strerror}.")
+    keys = None
+    if args.keys:
+        try:
+            with open(args.keys, "rb") as fh:
+                keys = json.loads(fh.read())
+        except OSError as exc:
+            return _fail(f"cannot read the key set {args.keys}: {exc.strerror}.")
+        except ValueError as exc:
+            return _fail(f"the key set {args.keys} is not JSON: {exc}.")
+        try:
+            keys = signing.public_keys(keys)
+        except signing.SigningKeyError as exc:
+            return _fail(f"the key set {args.keys} cannot be used: {exc}")
+    try:
+        export = exports.read(data)
+        problems = exports.failures(export, keys)
+    except exports.ExportError as exc:
+        return _fail(f"{args.file} is not a room export: {exc}.")
+    for line in problems:
+        print(line)
+    source = f"the keys in {args.keys}" if args.keys else "the keys in the file's header"
+    if problems:
+        print(f"{len(problems)} problem(s) in {len(export.events)} events of room {export.room['id']}.")
+        return 1
+    print(f"All {len(export.events)} events of room {export.room['id']} verify, checked with {source}.")
     return 0

@@ -47,6 +47,12 @@ class Config:
     # before the ack) but may lose the last commits on power loss; "full" also fsyncs every commit.
     synchronous: str = "normal"
     public_url: str | None = None  # e.g. https://dice.example.org, for printed spectator links
+    # TABLERELAY_SIGNING_KEY: the Ed25519 private key (PEM, PKCS#8) that signs events; else signing.key in
+    # the data folder (relay.signing).
+    signing_key: str | None = None
+    # Off only to measure what signing costs (bench/): events then go out without kid and sig, which
+    # every verifying client reports as a failure.
+    signing: bool = True
     limits: Limits = field(default_factory=Limits)
 
     @property

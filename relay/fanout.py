@@ -1,4 +1,5 @@
-"""Fan-out: each event encoded once per (audience form, format set), queued to every socket without waiting.
+"""Fan-out: each event signed once per audience form and encoded once per (form, format set), then queued
+to every socket without waiting.
 
 Each socket owns an ``Outbox``: a bounded queue of framed messages flushed once per loop iteration.
 Putting never awaits, so a broadcast costs the same whether a socket is fast or stalled; a socket whose
@@ -16,13 +17,18 @@ from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
+from relay.signer import SignerProcess
+from relay.signing import Keyring, signed_bytes
 from relay.state import RoomState
-from relay.visibility import FULL, audience, render
+from relay.visibility import FULL, SEALED, audience, render
 
 logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
 #: Event kinds that carry the renderings a hello asked for (a reveal as the roll it opens).
 RENDERED_KINDS = ("roll", "reveal")
+#: Seconds a broadcast waits for the signing process before the loop signs what is missing itself. The
+#: process answers in well under a millisecond when it has a core; this bounds what a busy machine adds.
+SIGNER_WAIT = 0.05
 S = TypeVar("S", bound="Subscriber")
 
 
@@ -181,12 +187,104 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
+class Forms:
+    """A room's events in each audience form, signed: every (event, form) is signed once, not per socket.
+
+    ``frame`` renders a record in a form and returns it with ``kid`` and ``sig``. The signed frame is
+    kept (the last ``capacity`` of them) with the room's reveal count, and returned again while no
+    reveal came since, or while the form still renders the same: so the live broadcast and every
+    welcome that shows the event in that form share one signature. A form that changed (a roll after
+    its reveal, a resource event whose cause was revealed) is signed anew. Without a keyring (signing
+    switched off, for benchmarks) frames go out unsigned.
+
+    ``prepare`` has the forms that newly committed records are about to be broadcast in signed ahead by
+    the signing process (``relay.signer``), so the event loop keeps only the canonical encoding;
+    ``frame`` then finds those signatures.
+    """
+
+    def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
+        self.room_id = room_id
+        self.keyring = keyring
+        self.capacity = capacity
+        # (seq, form) -> (the state's reveal count, the rendered form, the same signed)
+        self._signed: dict[tuple[int, str], tuple[int, dict[str, Any], dict[str, Any]]] = {}
+
+    def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
+        """``record`` as the audience of ``form`` receives it; a shared object, never to be changed."""
+        keyring = self.keyring
+        if keyring is None:
+            return render(record, form, state)
+        key = (record["seq"], form)
+        cached = self._signed.get(key)
+        if cached is not None and cached[0] == state.reveals:
+            return cached[2]
+        base = render(record, form, state)
+        if cached is not None and cached[1] == base:
+            self._signed[key] = (state.reveals, base, cached[2])
+            return cached[2]
+        return self._keep(key, state.reveals, base, keyring.sign(base, self.room_id))
+
+    def _keep(self, key: tuple[int, str], reveals: int, base: dict[str, Any], sig: bytes) -> dict[str, Any]:
+        assert self.keyring is not None
+        signed = {**base, "kid": self.keyring.kid, "sig": sig}
+        self._signed[key] = (reveals, base, signed)
+        if len(self._signed) > self.capacity:
+            del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
+        return signed
+
+    def prepare(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        state: RoomState,
+        signer: SignerProcess | None,
+        wait: float = SIGNER_WAIT,
+    ) -> asyncio.Future[None] | None:
+        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here,
+        or after ``wait`` seconds at most.
+
+        Every record has its full form; a hidden roll also its sealed placeholder. None when there is
+        nothing to wait for (signing is off, or the signing process is gone). Whatever is not signed when
+        the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy machine delays
+        events by ``wait`` at most, never by however long the scheduler keeps it waiting.
+        """
+        keyring = self.keyring
+        if keyring is None or signer is None or not signer.alive or not records:
+            return None
+        room_id = self.room_id
+        jobs: list[tuple[tuple[int, str], dict[str, Any], bytes]] = []
+        for record in records:
+            seq = record["seq"]
+            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
+                base = render(record, form, state)
+                jobs.append(((seq, form), base, signed_bytes(base, room_id)))
+        reveals = state.reveals
+        signing = signer.sign([message for _, _, message in jobs])
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def finish() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def keep(signed: asyncio.Future[list[bytes]]) -> None:
+            if not signed.cancelled() and signed.exception() is None:
+                for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
+                    self._keep(key, reveals, base, sig)  # late ones too: a welcome may still use them
+            timer.cancel()
+            finish()
+
+        timer = loop.call_later(wait, finish)
+        signing.add_done_callback(keep)
+        return done
+
+
 class Renderer:
     """Event frames for one record, built and encoded at most once per (form, format set)."""
 
-    def __init__(self, record: Mapping[str, Any], state: RoomState) -> None:
+    def __init__(self, record: Mapping[str, Any], state: RoomState, forms: Forms) -> None:
         self.record = record
         self.state = state
+        self.forms = forms
         self._frames: dict[tuple[str, frozenset[str]], dict[str, Any]] = {}
         self._bytes: dict[tuple[str, frozenset[str]], bytes] = {}
         self._renderings: dict[str, Any] | None = None
@@ -205,10 +303,11 @@ class Renderer:
         frame = self._frames.get(key)
         if frame is None:
             form, wants = key
-            frame = render(self.record, form, self.state)
+            frame = self.forms.frame(self.record, form, self.state)
             if wants:
+                # Renderings ride beside the signed fields, outside the signature (spec/signing.md).
                 extra = self._extra(wants)
-                frame.update({name: extra[name] for name in wants if name in extra})
+                frame = {**frame, **{name: extra[name] for name in wants if name in extra}}
             self._frames[key] = frame
         return frame
 
@@ -231,6 +330,7 @@ def broadcast(
     records: Sequence[Mapping[str, Any]],
     subscribers: Mapping[S, Session],
     state: RoomState,
+    forms: Forms,
     on_overflow: Callable[[S], None],
 ) -> None:
     """Queue ``records`` (in seq order) to every subscriber, each in the form that subscriber may see.
@@ -247,11 +347,11 @@ def broadcast(
             run.append(record)
             continue
         if run:
-            _broadcast_run(run, subscribers, state, overflowed)
+            _broadcast_run(run, subscribers, state, forms, overflowed)
             run = []
-        _broadcast_one(record, subscribers, state, overflowed)
+        _broadcast_one(record, subscribers, state, forms, overflowed)
     if run:
-        _broadcast_run(run, subscribers, state, overflowed)
+        _broadcast_run(run, subscribers, state, forms, overflowed)
     for sub in overflowed:
         on_overflow(sub)
 
@@ -264,9 +364,12 @@ def _broadcast_run(
     run: list[Mapping[str, Any]],
     subscribers: Mapping[S, Session],
     state: RoomState,
+    forms: Forms,
     overflowed: dict[S, None],
 ) -> None:
-    renderers = [(record["seq"], record["kind"] in RENDERED_KINDS, Renderer(record, state)) for record in run]
+    renderers = [
+        (record["seq"], record["kind"] in RENDERED_KINDS, Renderer(record, state, forms)) for record in run
+    ]
     first, last = run[0]["seq"], run[-1]["seq"]
     by_formats: dict[frozenset[str], tuple[bytes, tuple[tuple[int, bytes], ...]]] = {}
     for sub, session in subscribers.items():
@@ -283,9 +386,13 @@ def _broadcast_run(
 
 
 def _broadcast_one(
-    record: Mapping[str, Any], subscribers: Mapping[S, Session], state: RoomState, overflowed: dict[S, None]
+    record: Mapping[str, Any],
+    subscribers: Mapping[S, Session],
+    state: RoomState,
+    forms: Forms,
+    overflowed: dict[S, None],
 ) -> None:
-    renderer = Renderer(record, state)
+    renderer = Renderer(record, state, forms)
     seq = record["seq"]
     by_key: dict[tuple[str, frozenset[str]], bytes] = {}
     key_of = renderer.key
@@ -298,6 +405,8 @@ def _broadcast_one(
             overflowed[sub] = None
 
 
-def history(records: Iterable[Mapping[str, Any]], session: Session, state: RoomState) -> list[dict[str, Any]]:
-    """Stored records as ``session`` may see them now, for a welcome."""
-    return [Renderer(record, state).frame(session) for record in records]
+def history(
+    records: Iterable[Mapping[str, Any]], session: Session, state: RoomState, forms: Forms
+) -> list[dict[str, Any]]:
+    """Stored records as ``session`` may see them now, for a welcome (signed forms come from ``forms``)."""
+    return [Renderer(record, state, forms).frame(session) for record in records]

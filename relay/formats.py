@@ -14,6 +14,7 @@ from typing import Any
 import msgpack
 
 from relay.logs import get_logger
+from relay.protocol import wire_numbers
 
 log = get_logger("relay.formats")
 
@@ -64,7 +65,8 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
     """
     out: dict[str, Any] = {}
     record = revealed_roll(record)
-    result = record["result"]
+    # The renderers compute with the rules core's numbers; what they return goes on the wire without floats.
+    result = record.get("rules_result", record["result"])
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")
         if fn is not None:
@@ -80,4 +82,4 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
                 out["roll20"] = fn(result)
             except Exception:
                 log.exception("render_failed", format="roll20", seq=record["seq"])
-    return out
+    return {name: wire_numbers(value) for name, value in out.items()}

@@ -7,9 +7,9 @@ sources, the thin JS client and the MessagePack module it imports, so nothing bu
 - ``module.json`` with this relay's version and its absolute ``manifest`` and ``download`` addresses;
 - ``scripts/``, ``styles/`` as they are in ``clients/foundry``, except ``scripts/client.mjs``, which in the
   repository re-exports ``clients/js/tablerelay.js`` and in the zip re-exports the copy in ``lib/``;
-- ``lib/tablerelay.mjs``: the JS client, importing ``./msgpack/index.mjs`` instead of the bare
-  ``@msgpack/msgpack`` (a browser cannot resolve a bare name without an import map, and Foundry has none);
-- ``lib/msgpack/``: @msgpack/msgpack's ES module build.
+- ``lib/tablerelay.mjs``: the JS client, importing ``./msgpack/index.mjs`` and ``./noble-ed25519/index.js``
+  instead of the bare ``@msgpack/msgpack`` and ``@noble/ed25519``;
+- ``lib/msgpack/``: @msgpack/msgpack's ES module build; ``lib/noble-ed25519/``: @noble/ed25519's module.
 """
 
 from __future__ import annotations
@@ -30,18 +30,24 @@ MANIFEST_PATH = "/foundry/module.json"
 ZIP_PATH = "/foundry/tablerelay.zip"
 #: What the module's own files may be; anything else in the folder (tests, notes) stays out of the zip.
 SHIPPED = ("module.json", "scripts/", "styles/", "lang/", "templates/")
-CLIENT_IMPORT = 'from "@msgpack/msgpack"'
+#: The JS client's bare imports and what they become in the zip (a browser resolves no bare name without an
+#: import map, and Foundry has none).
+CLIENT_IMPORTS = {
+    'from "@msgpack/msgpack"': 'from "./msgpack/index.mjs"',
+    'import("@noble/ed25519")': 'import("./noble-ed25519/index.js")',
+}
 #: A fixed time for every zip entry, so the same sources always make the same bytes.
 EPOCH = (2024, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
 class Sources:
-    """The module's parts: its own served files, the JS client file and the MessagePack ESM folder."""
+    """The module's parts: its own served files, the JS client file and the ES modules it imports."""
 
     module: list[tuple[str, Traversable]]
     client: Traversable
     msgpack: Traversable
+    noble: Traversable  # @noble/ed25519, imported by the client only where WebCrypto lacks Ed25519
 
 
 def installed_sources() -> Sources:
@@ -50,6 +56,7 @@ def installed_sources() -> Sources:
         module=list(assets.client_paths("foundry")),
         client=assets.client_files("js").joinpath("tablerelay.js"),
         msgpack=assets.client_files(assets.VENDOR).joinpath("msgpack"),
+        noble=assets.client_files(assets.VENDOR).joinpath("noble-ed25519"),
     )
 
 
@@ -97,11 +104,13 @@ def package(sources: Sources, base_url: str) -> bytes:
             "(npm ci in clients/js) or install tablerelay from its wheel."
         )
     client = sources.client.read_bytes().decode()
-    if CLIENT_IMPORT not in client:
-        raise FoundryPackageError("The JS client no longer imports @msgpack/msgpack as the zip expects.")
+    for bare, relative in CLIENT_IMPORTS.items():
+        if bare not in client:
+            raise FoundryPackageError(f"The JS client no longer has {bare} as the Foundry zip expects.")
+        client = client.replace(bare, relative)
     entries: dict[str, bytes] = {
         "module.json": json.dumps(manifest(sources, base_url), indent=2).encode() + b"\n",
-        "lib/tablerelay.mjs": client.replace(CLIENT_IMPORT, 'from "./msgpack/index.mjs"').encode(),
+        "lib/tablerelay.mjs": client.encode(),
         "scripts/client.mjs": (
             b"// The thin JS client, copied beside the module (lib/) when the relay built this zip.\n"
             b'export { TableRelay, TableRelayError, verifyCommitment } from "../lib/tablerelay.mjs";\n'
@@ -115,6 +124,8 @@ def package(sources: Sources, base_url: str) -> bytes:
         # Source maps point at sources the zip does not hold: only the modules themselves go in.
         if name.endswith(".mjs"):
             entries["lib/msgpack/" + name] = entry.read_bytes()
+    if sources.noble.is_dir():
+        entries["lib/noble-ed25519/index.js"] = sources.noble.joinpath("index.js").read_bytes()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(entries):

@@ -7,6 +7,8 @@ person and the frame's ``id`` when it could be read. Nothing here has side effec
 
 from __future__ import annotations
 
+import decimal
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -116,6 +118,39 @@ def framed(payload: bytes) -> bytes:
     else:
         header = bytes((0x82, 127)) + n.to_bytes(8, "big")
     return header + payload
+
+
+def wire_numbers(value: Any) -> Any:
+    """``value`` with every float written as a decimal string: events hold no floats (spec/signing.md).
+
+    The rules core keeps a fraction that ``/`` makes in a dice formula as a float (both VTTs keep it as
+    a JavaScript number); on the wire it is the string JavaScript's ``String(n)`` would print, which
+    ``Number(s)`` or ``float(s)`` reads back exactly. Returns ``value`` itself when it holds no float.
+    """
+    kind = type(value)
+    if kind is float:
+        return _js_decimal(value)
+    if kind is dict:
+        changed = {key: wire_numbers(item) for key, item in value.items()}
+        return value if all(changed[key] is item for key, item in value.items()) else changed
+    if kind is list or kind is tuple:
+        items = [wire_numbers(item) for item in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+    return value
+
+
+def _js_decimal(number: float) -> str:
+    """JavaScript's ``String(number)``: Python's shortest repr, with JavaScript's switch to exponents."""
+    if not math.isfinite(number):
+        raise ValueError(f"a number that is not finite: {number!r}")
+    text = repr(number)
+    if "e" not in text:
+        return text[:-2] if text.endswith(".0") else text
+    mantissa, exponent = text.split("e")
+    power = int(exponent)
+    if -7 < power < 21:  # JavaScript writes these without an exponent
+        return format(decimal.Decimal(text), "f")
+    return f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
 
 
 def error_frame(code: str, message: str, request_id: str | None = None) -> dict[str, Any]:

@@ -260,16 +260,20 @@ class Room:
             changes = self._effects(result, session.id)
         except _Insufficient as exc:
             return _error(session, "insufficient", str(exc), frame.id)
+        # Events hold no floats (spec/signing.md); a fraction from a dice formula becomes a decimal string.
+        wire = protocol.wire_numbers(result)
         record = self._record(
             seq,
             "roll",
             session.member,
             visibility=frame.visibility,
             label=frame.label,
-            intent=frame.intent,
-            result=result,
+            intent=protocol.wire_numbers(frame.intent),
+            result=wire,
             request=frame.id,
         )
+        if wire is not result:
+            record["rules_result"] = result  # the numbers themselves, for the Foundry and Roll20 renderers
         if frame.visibility != "public":
             nonce = self._nonce() if self._nonce is not None else None
             record["sealed"] = visibility.seal(visibility.body_of(record), nonce)

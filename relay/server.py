@@ -16,6 +16,7 @@ import http
 import itertools
 import json
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
 from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
+from relay.signer import SignerProcess
+from relay.signing import Keyring, load_keyring
 from relay.state import RoomState
 
 logger = get_logger("relay.server")
@@ -46,6 +49,7 @@ NOT_BUILT = (
     b"This page is not installed on this server. A wheel carries it; a checkout needs "
     b"'python scripts/build_assets.py --develop' (./scripts/run does it).\n"
 )
+KEYS_PATH = "/.well-known/tablerelay-keys.json"
 
 
 def _reason(text: str) -> str:
@@ -95,9 +99,12 @@ class Connection:
 @dataclass(eq=False)
 class RoomHandle:
     room: Room
+    forms: fanout.Forms
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
+    # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
+    signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
 
 
 class Relay:
@@ -111,8 +118,18 @@ class Relay:
         *,
         metrics: Metrics | None = None,
         resolve: Resolver | None = None,
+        keyring: Keyring | None = None,
     ) -> None:
         self.config = config
+        self.keyring = keyring
+        # The published keys, as the welcome carries them and /.well-known/tablerelay-keys.json serves them.
+        self.keys: list[dict[str, Any]] = keyring.jwks()["keys"] if keyring is not None else []
+        self._jwks = json.dumps({"keys": self.keys}).encode()
+        # Signs ahead of each broadcast (relay.fanout.Forms.prepare); started by ``run``.
+        self.signer: SignerProcess | None = None
+        self._signing = 0  # groups waiting for their signatures
+        self._signed = asyncio.Event()
+        self._signed.set()
         self.limits = config.limits
         self.log = log
         self.secret = secret
@@ -168,7 +185,10 @@ class Relay:
         keep = self.limits.history
         if keep and state.seq:
             room.remember(await self.log.read(room_id, max(0, state.seq - keep), keep))
-        handle = RoomHandle(room)
+        # Signed forms are kept for every event a welcome may show without reading the log, and for the
+        # longest resume gap too, so a whole table resuming the same gap signs each event once.
+        capacity = 2 * (self.limits.history + self.limits.resume_max)
+        handle = RoomHandle(room, fanout.Forms(room_id, self.keyring, capacity))
         self.rooms[room_id] = handle
         self.metrics.rooms.set(len(self.rooms))
         logger.info("room_loaded", room=room_id, seq=state.seq)
@@ -198,6 +218,10 @@ class Relay:
             self._failed(handle, pending, error)
             return
         try:
+            # Acks go out at once: stored is stored. The events follow once signed (``_tick``), so a
+            # roller's next roll never waits for the signing process to be scheduled. (Holding each ack
+            # for its event saves a write per roller, but on a loaded machine the signer's scheduling
+            # delays then gated every roll: 0.66x of unsigned against 0.70-0.93x, bench/changes.md.)
             self._execute(handle, handle.room.committed_append(pending))
         except Exception:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
@@ -271,16 +295,48 @@ class Relay:
         rooms, self._pending_rooms = self._pending_rooms, {}
         for handle in rooms:
             records, handle.outgoing = handle.outgoing, []
-            try:
-                fanout.broadcast(records, handle.subscribers, handle.room.committed, self._overflow)
-            except Exception:
-                logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
+            self._sign_then_broadcast(handle, records)
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
                 outbox.flush()
             except Exception:
                 logger.exception("flush_failed")
+
+    def _sign_then_broadcast(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
+        """Broadcast ``records`` once their forms are signed, after the groups committed before them."""
+        signed = None
+        try:
+            signed = handle.forms.prepare(records, handle.room.committed, self.signer)
+        except Exception:
+            # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
+            logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
+        handle.signing.append((records, signed))
+        if signed is None:
+            self._release(handle)
+            return
+        self._signing += 1
+        self._signed.clear()
+
+        def finished(_: asyncio.Future[None]) -> None:
+            self._signing -= 1
+            if not self._signing:
+                self._signed.set()
+            self._release(handle)
+
+        signed.add_done_callback(finished)
+
+    def _release(self, handle: RoomHandle) -> None:
+        """Broadcast the room's groups whose signing is done, oldest first."""
+        queue = handle.signing
+        while queue and (queue[0][1] is None or queue[0][1].done()):
+            records, _ = queue.popleft()
+            try:
+                fanout.broadcast(
+                    records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
+                )
+            except Exception:
+                logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
 
     def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
         if frame.get("t") == "error":
@@ -442,9 +498,11 @@ class Relay:
             logger.error("history_short", after=after, upto=upto, got=len(records))
             raise RuntimeError("the log returned fewer events than it has committed")
         token = auth.issue(self.secret, room.id, session.role, sub=session.id, name=session.member.name)
-        welcome = room.welcome(session, token, fanout.history(records, session, room.committed), recovered)
+        history = fanout.history(records, session, room.committed, handle.forms)
+        welcome = room.welcome(session, token, history, recovered)
         welcome["seq"] = upto
         welcome["state"] = state
+        welcome["keys"] = self.keys
         return welcome
 
     def _on_message(self, handle: RoomHandle, conn: Connection, message: str | bytes) -> None:
@@ -515,6 +573,16 @@ class Relay:
             return _response(200, self.metrics.render(), METRICS_TYPE)
         if path in (foundry.MANIFEST_PATH, foundry.ZIP_PATH):
             return await self._foundry(path, request)
+        if path == KEYS_PATH:
+            # Public and the same for everyone: any page or tool may fetch it, and caches may keep it a
+            # while (a rotation only adds a key, and takes effect when the server restarts).
+            return _response(
+                200,
+                self._jwks,
+                "application/jwk-set+json",
+                cache="public, max-age=300",
+                cors=True,
+            )
         file = static.resolve(path)
         if file is not None:
             try:
@@ -549,6 +617,9 @@ class Relay:
         server.close(close_connections=False)
         await self.drain()
         for _ in range(3):  # the broadcast and outbox flushes the last commits scheduled
+            await asyncio.sleep(0)
+        await self._signed.wait()  # broadcasts waiting for their signatures
+        for _ in range(3):
             await asyncio.sleep(0)
         closing = [
             ws.close(protocol.CLOSE_GOING_AWAY, "The server is shutting down; reconnect and resume.")
@@ -605,7 +676,9 @@ def _peek_id(message: str | bytes) -> str | None:
     return rid if isinstance(rid, str) and len(rid) <= 64 else None
 
 
-def _response(status: int, body: bytes, content_type: str, *, cors: bool = False) -> Response:
+def _response(
+    status: int, body: bytes, content_type: str, *, cache: str = "no-cache", cors: bool = False
+) -> Response:
     phrase = http.HTTPStatus(status).phrase
     headers = Headers(
         [
@@ -613,7 +686,7 @@ def _response(status: int, body: bytes, content_type: str, *, cors: bool = False
             ("Connection", "close"),
             ("Content-Length", str(len(body))),
             ("Content-Type", content_type),
-            ("Cache-Control", "no-cache"),
+            ("Cache-Control", cache),
             ("X-Content-Type-Options", "nosniff"),
         ]
     )
@@ -661,11 +734,20 @@ async def run(
     *,
     resolve: Resolver | None = None,
     on_ready: Callable[[Server, Relay], None] | None = None,
+    keyring: Keyring | None = None,
 ) -> None:
-    """Serve until ``stop`` is set, then close sockets with 1001, finish appends and close the log."""
+    """Serve until ``stop`` is set, then close sockets with 1001, finish appends and close the log.
+
+    ``keyring`` signs events; by default the data folder's (or ``TABLERELAY_SIGNING_KEY``), unless the
+    ``signing`` setting is off.
+    """
     secret = auth.load_secret(config.data, config.secret)
+    if keyring is None and config.signing:
+        keyring = load_keyring(config.data, config.signing_key)
     log = SqliteLog(config.db_path, synchronous=config.synchronous)
-    relay = Relay(config, log, secret, resolve=resolve)
+    relay = Relay(config, log, secret, resolve=resolve, keyring=keyring)
+    if keyring is not None:
+        relay.signer = await SignerProcess.start(keyring.private)
     log.on_commit = relay.metrics.batch.observe
     try:
         async with serve(
@@ -701,6 +783,8 @@ async def run(
             await relay.shutdown(server)
         await relay.drain()
     finally:
+        if relay.signer is not None:
+            await relay.signer.close()
         public.forget_serving(config.data)
         await log.close()
         logger.info("stopped")

@@ -55,6 +55,9 @@ class RoomState:
     participants: dict[str, Member] = field(default_factory=dict)  # everyone who ever joined
     sealed: dict[int, Sealed] = field(default_factory=dict)
     rolls: dict[str, dict[str, int]] = field(default_factory=dict)  # participant -> roll id -> seq
+    # Reveals applied so far: how an event renders depends on the state only through them
+    # (relay.visibility.render), so a rendered form stays valid while this stays the same.
+    reveals: int = 0
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -85,6 +88,7 @@ class RoomState:
             if target is None:
                 raise FoldError(f"reveal at {seq} names {record['of']}, which is not a sealed roll")
             target.revealed = seq
+            self.reveals += 1
             # Published now; the roll's own record still holds everything a history needs.
             target.blob = target.nonce = b""
         elif kind == "resource":
@@ -113,6 +117,7 @@ class RoomState:
             participants=dict(self.participants),
             sealed={seq: dataclasses.replace(s) for seq, s in self.sealed.items()},
             rolls={pid: dict(ids) for pid, ids in self.rolls.items()},
+            reveals=self.reveals,
         )
 
     def is_hidden(self, seq: int) -> bool:

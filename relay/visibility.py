@@ -77,7 +77,8 @@ def render(record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, 
     """The ``event`` frame for ``record`` in ``form`` (without format renderings; see ``relay.formats``).
 
     Stored-only fields (the roll id, the nonce, the blob of an unrevealed roll) never appear here, and a
-    sealed form never carries label, intent or result.
+    sealed form never carries label, intent or result. The output depends on ``state`` only through its
+    reveals (``revealed``, and a resource's ``cause``): ``relay.fanout.Forms`` relies on it.
     """
     frame: dict[str, Any] = {"t": "event"}
     for key in ENVELOPE_KEYS:

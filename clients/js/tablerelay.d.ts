@@ -89,6 +89,17 @@ interface EventBase {
   ts: number;
   actor: Actor;
   visibility: Visibility;
+  /** The id of the server key that signed this event (a JWK's `kid` in the welcome's `keys`). */
+  kid: string;
+  /** Ed25519 signature (64 bytes) over `signedBytes(event, roomId)`; see docs/verification.md. */
+  sig: Uint8Array;
+  /**
+   * Added by the client (unless `verify: false`): true when the signature checks out with the server's
+   * keys (or the pinned `keys` option), false when it does not; then `verifyError` says why.
+   */
+  verified?: boolean;
+  /** Added by the client when `verified` is false: a sentence saying what failed. */
+  verifyError?: string;
 }
 
 /** A roll you may see: the full event. */
@@ -129,9 +140,10 @@ export interface RevealEvent extends EventBase {
   /**
    * Added by the client: true when SHA-256(nonce ‖ blob) equals the commitment this client received with
    * the roll (and the blob's seq is the one revealed), false when it does not, null when this client never
-   * received that roll's commitment (the roll is older than the history it was given).
+   * received that roll's commitment (the roll is older than the history it was given). The reveal's own
+   * signature is `verified`, as on every event.
    */
-  verified: boolean | null;
+  commitmentVerified: boolean | null;
 }
 
 export interface ResourceEvent extends EventBase {
@@ -161,7 +173,28 @@ export interface Welcome {
   state: RoomState;
   history: RelayEvent[];
   recovered: boolean;
+  /** The server's published signing keys (current and retired), as /.well-known/tablerelay-keys.json. */
+  keys: Jwk[];
 }
+
+/** An Ed25519 public key as the server publishes it (RFC 7517, RFC 8037). */
+export interface Jwk {
+  kty: "OKP";
+  crv: "Ed25519";
+  /** The raw 32-byte public key, base64url without padding. */
+  x: string;
+  /** The first 16 hex digits of SHA-256 over the raw public key. */
+  kid: string;
+  use?: "sig";
+  alg?: "EdDSA";
+  /** Unix ms when the key was rotated out; it still verifies the events it signed. */
+  retired?: number;
+}
+
+/** A JWK Set, a list of JWKs, or the Map `importKeys` returns. */
+export type KeySet = { keys: Jwk[] } | Jwk[] | Map<string, { x: Uint8Array; retired?: number }>;
+
+export type Verification = { verified: true } | { verified: false; reason: string };
 
 export interface DeliveryInfo {
   /** True for the backlog of a fresh welcome (events from before this connection); false for news. */
@@ -196,6 +229,13 @@ export interface TableRelayOptions {
   pingInterval?: number;
   /** A heartbeat without a pong after this many ms forces a reconnect (default 10000). */
   pingTimeout?: number;
+  /** Check every event's signature (default true); see `event.verified`. */
+  verify?: boolean;
+  /**
+   * Keys to trust instead of those the server announces in its welcome: pin the server's key set
+   * (fetched once from /.well-known/tablerelay-keys.json) so a server with another key is caught.
+   */
+  keys?: KeySet | null;
 }
 
 export interface RollOptions {
@@ -240,6 +280,8 @@ export declare class TableRelay {
   /** The seq of the last event delivered to listeners. */
   readonly seq: number;
   readonly state: RoomState;
+  /** The server's published signing keys, from the last welcome. */
+  readonly keys: Jwk[];
 
   connect(): Promise<Welcome>;
   close(): void;
@@ -259,6 +301,21 @@ export declare class TableRelay {
 }
 
 export declare function verifyCommitment(nonce: Uint8Array, blob: Uint8Array, commitment: string): Promise<boolean>;
+
+/** Keys an event carries that its signature does not cover: t, sig, kid, foundry, roll20. */
+export declare const UNSIGNED_KEYS: readonly string[];
+/** Fields the client adds to events (verified, verifyError, roll, commitmentVerified); never signed. */
+export declare const CLIENT_FIELDS: readonly string[];
+/** Canonical MessagePack (spec/signing.md); throws a TypeError on a number with a fraction. */
+export declare function canonicalEncode(value: unknown): Uint8Array;
+/** The exact bytes an event's signature covers, for the room it was received in. */
+export declare function signedBytes(event: object, roomId: string): Uint8Array;
+/** Check one event (as received, or as stored later with its kid and sig) against a key set. */
+export declare function verifyEvent(event: object, roomId: string, keys: KeySet): Promise<Verification>;
+/** Public keys by kid; JWKs whose kid does not match their key are left out. */
+export declare function importKeys(keys: KeySet): Promise<Map<string, { x: Uint8Array; retired?: number }>>;
+/** Ed25519 verification: WebCrypto where available, else @noble/ed25519. */
+export declare function ed25519Verify(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean>;
 export declare function decodeMsgpack(bytes: Uint8Array): unknown;
 export declare function encodeMsgpack(value: unknown): Uint8Array;
 

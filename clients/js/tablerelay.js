@@ -8,6 +8,10 @@
 //   table.on("roll", (event) => console.log(event.actor.name, event.result?.text ?? "(sealed)"));
 //   await table.connect();
 //   const event = await table.roll({ system: "drawsteel.power", characteristic: 2, edges: 1 });
+//
+// Every event is checked against the server's Ed25519 signature (docs/verification.md): `event.verified`
+// is true, or false with `event.verifyError` saying why. Where WebCrypto lacks Ed25519 the client imports
+// @noble/ed25519 (map it too in a browser's import map).
 
 import { Decoder, Encoder } from "@msgpack/msgpack";
 
@@ -97,6 +101,263 @@ export async function verifyCommitment(nonce, blob, commitment) {
   return toHex(digest) === commitment.toLowerCase();
 }
 
+// ---- signatures (spec/signing.md) -----------------------------------------------------------------------
+
+const textEncoder = new TextEncoder();
+const SIGNING_DOMAIN = textEncoder.encode("tablerelay-event-v1\0");
+/** Keys an event carries that its signature does not cover. */
+export const UNSIGNED_KEYS = Object.freeze(["t", "sig", "kid", "foundry", "roll20"]);
+/** Fields this client adds to the events it delivers; never part of what the server signed. */
+export const CLIENT_FIELDS = Object.freeze(["verified", "verifyError", "roll", "commitmentVerified"]);
+const LEFT_OUT = new Set([...UNSIGNED_KEYS, ...CLIENT_FIELDS]);
+
+class ByteWriter {
+  constructor() {
+    this.buffer = new Uint8Array(256);
+    this.length = 0;
+  }
+  reserve(n) {
+    if (this.length + n <= this.buffer.length) return;
+    const grown = new Uint8Array(Math.max(this.buffer.length * 2, this.length + n));
+    grown.set(this.buffer.subarray(0, this.length));
+    this.buffer = grown;
+  }
+  byte(b) {
+    this.reserve(1);
+    this.buffer[this.length++] = b;
+  }
+  bytes(data) {
+    this.reserve(data.length);
+    this.buffer.set(data, this.length);
+    this.length += data.length;
+  }
+  // Big-endian, `size` bytes: every length and integer MessagePack writes after its type byte.
+  uint(value, size) {
+    let v = BigInt(value);
+    const out = new Uint8Array(size);
+    for (let i = size - 1; i >= 0; i--) {
+      out[i] = Number(v & 0xffn);
+      v >>= 8n;
+    }
+    this.bytes(out);
+  }
+  result() {
+    return this.buffer.slice(0, this.length);
+  }
+}
+
+function writeInteger(out, value) {
+  const n = BigInt(value);
+  if (n >= 0n) {
+    if (n < 0x80n) return out.byte(Number(n));
+    if (n <= 0xffn) return out.byte(0xcc), out.uint(n, 1);
+    if (n <= 0xffffn) return out.byte(0xcd), out.uint(n, 2);
+    if (n <= 0xffffffffn) return out.byte(0xce), out.uint(n, 4);
+    if (n <= 0xffffffffffffffffn) return out.byte(0xcf), out.uint(n, 8);
+  } else {
+    if (n >= -32n) return out.byte(Number(n & 0xffn));
+    if (n >= -0x80n) return out.byte(0xd0), out.uint(n & 0xffn, 1);
+    if (n >= -0x8000n) return out.byte(0xd1), out.uint(n & 0xffffn, 2);
+    if (n >= -0x80000000n) return out.byte(0xd2), out.uint(n & 0xffffffffn, 4);
+    if (n >= -0x8000000000000000n) return out.byte(0xd3), out.uint(n & 0xffffffffffffffffn, 8);
+  }
+  throw new TypeError(`the integer ${n} does not fit MessagePack`);
+}
+
+function writeLength(out, n, fix, fixMax, codes) {
+  if (fix !== null && n <= fixMax) return out.byte(fix | n);
+  const [c8, c16, c32] = codes;
+  if (c8 !== null && n <= 0xff) return out.byte(c8), out.uint(n, 1);
+  if (n <= 0xffff) return out.byte(c16), out.uint(n, 2);
+  return out.byte(c32), out.uint(n, 4);
+}
+
+function compareBytes(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+function writeCanonical(out, value, leaveOut) {
+  if (value === null) return out.byte(0xc0);
+  if (value === true) return out.byte(0xc3);
+  if (value === false) return out.byte(0xc2);
+  if (typeof value === "bigint") return writeInteger(out, value);
+  if (typeof value === "number") {
+    if (!Number.isInteger(value)) throw new TypeError("an event may not hold a number with a fraction");
+    return writeInteger(out, value);
+  }
+  if (typeof value === "string") {
+    const data = textEncoder.encode(value);
+    writeLength(out, data.length, 0xa0, 31, [0xd9, 0xda, 0xdb]);
+    return out.bytes(data);
+  }
+  if (value instanceof Uint8Array) {
+    writeLength(out, value.length, null, 0, [0xc4, 0xc5, 0xc6]);
+    return out.bytes(value);
+  }
+  if (Array.isArray(value)) {
+    writeLength(out, value.length, 0x90, 15, [null, 0xdc, 0xdd]);
+    for (const item of value) writeCanonical(out, item, null);
+    return undefined;
+  }
+  if (typeof value === "object") {
+    // Keys in the order of their UTF-8 bytes (JavaScript's own string order is by UTF-16 units).
+    const entries = Object.keys(value)
+      .filter((key) => !(leaveOut && leaveOut.has(key)) && value[key] !== undefined)
+      .map((key) => [textEncoder.encode(key), key])
+      .sort((a, b) => compareBytes(a[0], b[0]));
+    writeLength(out, entries.length, 0x80, 15, [null, 0xde, 0xdf]);
+    for (const [encoded, key] of entries) {
+      writeLength(out, encoded.length, 0xa0, 31, [0xd9, 0xda, 0xdb]);
+      out.bytes(encoded);
+      writeCanonical(out, value[key], null);
+    }
+    return undefined;
+  }
+  throw new TypeError(`an event may not hold a ${typeof value}`);
+}
+
+/**
+ * The canonical MessagePack of a value (spec/signing.md): map keys in the order of their UTF-8 bytes,
+ * every integer in its shortest form, no numbers with a fraction (a TypeError).
+ * @param {unknown} value
+ * @returns {Uint8Array}
+ */
+export function canonicalEncode(value) {
+  const out = new ByteWriter();
+  writeCanonical(out, value, null);
+  return out.result();
+}
+
+/**
+ * The bytes an event's signature is made over: the domain, the room id, and the canonical encoding of
+ * the event without `t`, `sig`, `kid`, `foundry`, `roll20` and the fields this client added.
+ * @param {object} event an event as received (live, or from a welcome's history)
+ * @param {string} roomId the room it was received in
+ * @returns {Uint8Array}
+ */
+export function signedBytes(event, roomId) {
+  const out = new ByteWriter();
+  out.bytes(SIGNING_DOMAIN);
+  out.bytes(textEncoder.encode(String(roomId)));
+  out.byte(0);
+  writeCanonical(out, event, LEFT_OUT);
+  return out.result();
+}
+
+function fromBase64Url(text) {
+  const b64 = text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4);
+  const binary = atob(b64);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/**
+ * Public keys by kid from a JWK Set (`{keys: [...]}`), a list of JWKs, or the result of an earlier call.
+ * A JWK whose kid is not the first 16 hex digits of SHA-256 over its key is left out.
+ * @returns {Promise<Map<string, {x: Uint8Array, retired?: number}>>}
+ */
+export async function importKeys(keys) {
+  if (keys instanceof Map) return keys;
+  const list = Array.isArray(keys) ? keys : Array.isArray(keys?.keys) ? keys.keys : [];
+  const out = new Map();
+  for (const jwk of list) {
+    if (jwk?.kty !== "OKP" || jwk?.crv !== "Ed25519" || typeof jwk.x !== "string") continue;
+    let x;
+    try {
+      x = fromBase64Url(jwk.x);
+    } catch {
+      continue;
+    }
+    if (x.length !== 32) continue;
+    const kid = toHex(await globalThis.crypto.subtle.digest("SHA-256", x)).slice(0, 16);
+    if (kid !== jwk.kid) continue;
+    out.set(kid, jwk.retired === undefined ? { x } : { x, retired: jwk.retired });
+  }
+  return out;
+}
+
+// RFC 8032's first test key: importing it tells whether this runtime's WebCrypto has Ed25519.
+const PROBE_KEY = new Uint8Array([
+  0xd7, 0x5a, 0x98, 0x01, 0x82, 0xb1, 0x0a, 0xb7, 0xd5, 0x4b, 0xfe, 0xd3, 0xc9, 0x64, 0x07, 0x3a, 0x0e, 0xe1, 0x72,
+  0xf3, 0xda, 0xa6, 0x23, 0x25, 0xaf, 0x02, 0x1a, 0x68, 0xf7, 0x07, 0x51, 0x1a,
+]);
+let webCryptoEd25519 = null; // a promise of true/false, made on first use
+let noble = null; // a promise of the @noble/ed25519 module, loaded only where WebCrypto lacks Ed25519
+const cryptoKeys = new Map(); // hex public key -> CryptoKey promise
+
+function hasWebCryptoEd25519() {
+  webCryptoEd25519 ??= globalThis.crypto.subtle
+    .importKey("raw", PROBE_KEY, { name: "Ed25519" }, false, ["verify"])
+    .then(
+      () => true,
+      () => false,
+    );
+  return webCryptoEd25519;
+}
+
+/**
+ * Ed25519: is `signature` by `publicKey` over `message`? WebCrypto where the runtime has it (Node 20,
+ * current Chromium), else `@noble/ed25519`, imported the first time it is needed.
+ */
+export async function ed25519Verify(publicKey, signature, message) {
+  if (await hasWebCryptoEd25519()) {
+    const id = toHex(publicKey);
+    let key = cryptoKeys.get(id);
+    if (!key) {
+      key = globalThis.crypto.subtle.importKey("raw", publicKey, { name: "Ed25519" }, false, ["verify"]);
+      cryptoKeys.set(id, key);
+    }
+    return globalThis.crypto.subtle.verify({ name: "Ed25519" }, await key, signature, message);
+  }
+  noble ??= import("@noble/ed25519");
+  const ed = await noble;
+  return ed.verifyAsync(signature, message, publicKey);
+}
+
+/**
+ * Check one event's signature. Resolves with `{verified: true}`, or `{verified: false, reason}`.
+ * @param {object} event an event as received (`kid` and `sig` as the server sent them)
+ * @param {string} roomId the room it belongs to
+ * @param {object|object[]|Map} keys the server's JWK Set (the welcome's `keys`, or
+ *   /.well-known/tablerelay-keys.json), a list of JWKs, or the Map `importKeys` returns
+ */
+export async function verifyEvent(event, roomId, keys) {
+  if (!globalThis.crypto?.subtle) {
+    // Browsers hide WebCrypto on plain http (other than localhost); noble needs its SHA-512 too.
+    return { verified: false, reason: "Signatures cannot be checked on this page: WebCrypto is unavailable (use https)." };
+  }
+  const { kid, sig } = event ?? {};
+  if (typeof kid !== "string" || !(sig instanceof Uint8Array)) {
+    return { verified: false, reason: "The event is not signed." };
+  }
+  if (sig.length !== 64) return { verified: false, reason: `The signature is ${sig.length} bytes, not 64.` };
+  let key;
+  try {
+    key = (await importKeys(keys)).get(kid);
+  } catch (err) {
+    return { verified: false, reason: `The server's keys could not be read: ${err?.message ?? err}.` };
+  }
+  if (!key) return { verified: false, reason: `The event's key ${kid} is not one of the server's keys.` };
+  let message;
+  try {
+    message = signedBytes(event, roomId);
+  } catch (err) {
+    return { verified: false, reason: `The event cannot be encoded canonically: ${err.message}.` };
+  }
+  let ok = false;
+  try {
+    ok = await ed25519Verify(key.x, sig, message);
+  } catch (err) {
+    return { verified: false, reason: `The signature could not be checked: ${err?.message ?? err}.` };
+  }
+  return ok
+    ? { verified: true }
+    : { verified: false, reason: "The signature does not match: the event was changed, or is from another room." };
+}
+
 function randomPrefix() {
   const bytes = new Uint8Array(6);
   globalThis.crypto.getRandomValues(bytes);
@@ -132,6 +393,13 @@ export class TableRelay {
     this._maxDelay = options.maxDelay ?? 10_000;
     this._pingInterval = options.pingInterval ?? 25_000;
     this._pingTimeout = options.pingTimeout ?? 10_000;
+    this._verify = options.verify !== false;
+    // Keys to trust instead of the ones the server announces in its welcome (pinned, e.g. fetched once
+    // from /.well-known/tablerelay-keys.json of the server you mean).
+    this._pinnedKeys = options.keys ?? null;
+    this._keyTable = null;
+    /** The server's published keys, from the last welcome (a JWK list). */
+    this.keys = [];
 
     /** @type {"idle"|"connecting"|"open"|"reconnecting"|"closed"} */
     this.status = "idle";
@@ -410,6 +678,11 @@ export class TableRelay {
     const fresh = !(frame.recovered === true && this.epoch !== null && frame.epoch === this.epoch);
     this.room = frame.room;
     this.you = frame.you;
+    this.keys = Array.isArray(frame.keys) ? frame.keys : [];
+    if (this._verify) {
+      // Imported once per welcome; verifyEvent explains any failure per event.
+      this._keyTable = await importKeys(this._pinnedKeys ?? this.keys).catch(() => this._pinnedKeys ?? this.keys);
+    }
     if (frame.session) this.session = frame.session;
     this._welcomed = true;
     this._welcomedOnSocket = true;
@@ -467,6 +740,12 @@ export class TableRelay {
     if (event.kind === "roll" && typeof event.commitment === "string") {
       this._commitments.set(event.seq, event.commitment);
     }
+    if (this._verify) {
+      // Before anything is added to the event: the signature covers the event as the server sent it.
+      const outcome = await verifyEvent(event, this.room?.id, this._keyTable ?? new Map());
+      event.verified = outcome.verified;
+      if (!outcome.verified) event.verifyError = outcome.reason;
+    }
     if (event.kind === "reveal") await this._checkReveal(event);
     this.seq = event.seq;
     this._remember(event);
@@ -494,13 +773,13 @@ export class TableRelay {
     event.roll = roll;
     if (commitment === undefined) {
       // We never saw the roll's commitment (it predates the history we were given).
-      event.verified = null;
+      event.commitmentVerified = null;
       return;
     }
     let ok = await verifyCommitment(event.nonce, event.blob, commitment);
     // The blob must also be the roll it claims to open.
     if (ok && roll && typeof roll === "object" && "seq" in roll && roll.seq !== event.of) ok = false;
-    event.verified = ok;
+    event.commitmentVerified = ok;
   }
 
   _remember(event) {

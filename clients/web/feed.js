@@ -529,6 +529,7 @@ export class Feed {
       default:
         return;
     }
+    markSignature(node, event);
     this.root.querySelector("[data-empty]")?.remove();
     node.dataset.seq = String(event.seq);
     if (live) {
@@ -643,9 +644,9 @@ export class Feed {
     const roll = event.roll && typeof event.roll === "object" ? event.roll : null;
     const original = this.cards.get(event.of);
     const verifiedChip =
-      event.verified === true
+      event.commitmentVerified === true
         ? h("span", { class: "chip verified", title: "SHA-256 of the revealed roll matches the fingerprint published when it was rolled" }, "✓ Verified")
-        : event.verified === false
+        : event.commitmentVerified === false
           ? h("span", { class: "chip unverified", title: "The revealed roll does not match the fingerprint published when it was rolled" }, "✗ Does not match")
           : null;
     // The sealed card opens in place too, for whoever scrolls back to it.
@@ -662,7 +663,7 @@ export class Feed {
     const card = h("article", {
       class: `card reveal${roll && isCritical(roll.result) ? " crit" : ""}`,
       tabindex: "0",
-      "aria-label": `${event.actor?.name ?? "Someone"} revealed ${roll ? rollSentence(roll) : `roll ${event.of}`}${event.verified ? " (verified)" : ""}`,
+      "aria-label": `${event.actor?.name ?? "Someone"} revealed ${roll ? rollSentence(roll) : `roll ${event.of}`}${event.commitmentVerified ? " (verified)" : ""}`,
     });
     const revealer = event.actor?.name ?? "Someone";
     card.append(
@@ -713,6 +714,30 @@ export class Feed {
       h("span", {}, h("b", {}, member.name ?? "Someone"), event.kind === "join" ? " joined" : " left", member.role ? ` (${ROLE_WORDS[member.role] ?? member.role})` : ""),
       timeOf(event.ts),
     );
+  }
+}
+
+// ---- signatures ------------------------------------------------------------------------------------------
+
+/**
+ * The event's signature check, shown on its card or line: a small quiet mark when it verifies, and an
+ * alert that cannot be missed when it does not (a forged or altered roll must never look like a real one).
+ * Events the client did not check (verification switched off) get neither.
+ */
+export function markSignature(node, event) {
+  if (event.verified === true) {
+    const mark = h("span", { class: "sig-ok", title: `Signed by the server (key ${event.kid}); the signature checks out.` }, "🔏", h("span", { class: "sr-only" }, " signature verified"));
+    (node.querySelector(".card-meta") ?? node).append(mark);
+  } else if (event.verified === false) {
+    node.classList.add("forged");
+    node.setAttribute("data-signature", "failed");
+    const warning = h(
+      "p",
+      { class: "sig-warning", role: "alert" },
+      h("b", {}, "⚠ Not verified: do not trust this event. "),
+      event.verifyError ?? "Its signature does not check out.",
+    );
+    node.prepend(warning);
   }
 }
 

@@ -26,8 +26,8 @@ async def test_resume_delivers_exactly_the_gap(server: Server, room: Room, clien
     p4 = await clients.join(server.url, room.player, "p4")
     p3 = await clients.join(server.url, room.player, "p3")  # a player who stays: the reference view
     p1 = await clients.join(server.url, room.player, "p1")
-    await p1.roll(POWER, "self", "mine before leaving")
-    await p1.ping()
+    mine = await p1.roll(POWER, "self", "mine before leaving")
+    await p1.event(mine["seq"])  # the ack says stored; the event follows once signed
     epoch, seq, me = p1.welcome["epoch"], last_seen(p1), p1.id
     session = p1.welcome["session"]
     await p1.close()

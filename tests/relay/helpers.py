@@ -8,18 +8,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgpack
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
 from relay import protocol
 from relay.auth import Claims
 from relay.config import Limits
-from relay.fanout import Renderer
+from relay.fanout import Forms, Renderer
 from relay.log.base import RoomInfo
 from relay.room import Append, Broadcast, Pending, Room, Send, Session
+from relay.signing import Keyring
 from relay.state import RoomState, fold
 from rules.rng import Scripted
 
 INFO = RoomInfo(id="room1", name="Test", epoch="epoch1", created=0, fear_max=12, hope_max=6)
+#: One key for the sans-I/O tests: frames are signed as the server signs them.
+KEYRING = Keyring.of(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
+
+
+def forms(room_id: str = INFO.id) -> Forms:
+    return Forms(room_id, KEYRING, capacity=10_000)
 
 
 def scripted(*faces: int) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
@@ -64,6 +72,7 @@ class Table:
         self.got: dict[Session, list[dict[str, Any]]] = defaultdict(list)
         self.sessions: list[Session] = []
         self.auto_commit = auto_commit
+        self.forms = forms(info.id)
 
     # -- people ------------------------------------------------------------------------------------------
     def join(self, role: str, *, sub: str | None = None, name: str | None = None) -> Session:
@@ -100,7 +109,7 @@ class Table:
                 self.queue.append(action.pending)
             elif isinstance(action, Broadcast):
                 for s in self.sessions:
-                    self.got[s].append(Renderer(action.record, self.room.committed).frame(s))
+                    self.got[s].append(Renderer(action.record, self.room.committed, self.forms).frame(s))
 
     def commit(self) -> None:
         """The log: store queued appends in order, refusing any whose expected seq is stale."""

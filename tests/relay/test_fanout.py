@@ -12,6 +12,7 @@ from relay.fanout import Outbox, broadcast
 from relay.room import Session
 from relay.state import Member, RoomState, fold
 from relay.visibility import body_of, seal
+from tests.relay.helpers import forms
 
 
 class Sink:
@@ -98,7 +99,7 @@ async def test_events_committed_together_are_one_write_per_socket() -> None:
     await asyncio.sleep(0)
     records = [rec(1), rec(2), roll(3, "public"), rec(4)]
     state = fold(records)
-    broadcast(records, subs, state, lambda s: None)
+    broadcast(records, subs, state, forms(), lambda s: None)
     await asyncio.sleep(0)
     for sink in sinks:
         assert len(sink.writes) == 1, "one write for the whole group"
@@ -116,7 +117,7 @@ async def test_a_group_goes_out_at_once_unless_a_reply_is_queued_before_it() -> 
     ack = {"t": "ack", "id": "r1", "seq": 1}
     replied.outbox.put(protocol.framed(protocol.encode(ack)))
     records = [rec(1), rec(2)]
-    broadcast(records, subs, fold(records), lambda s: None)
+    broadcast(records, subs, fold(records), forms(), lambda s: None)
     assert len(sinks[idle].writes) == 1, "nothing waited on this socket: the group was written at once"
     assert sinks[replied].writes == [], "the queued ack goes first, in the flush"
     await asyncio.sleep(0)
@@ -137,7 +138,7 @@ async def test_hidden_rolls_split_the_group_by_audience() -> None:
         sub.outbox.start(0, sink)
     await asyncio.sleep(0)
     records = [rec(1), roll(2, "gm"), rec(3)]
-    broadcast(records, subs, fold(records), lambda s: None)
+    broadcast(records, subs, fold(records), forms(), lambda s: None)
     await asyncio.sleep(0)
     seen = {sub: sinks[sub].frames() for sub in subs}
     assert [f["seq"] for f in seen[p2]] == [1, 2, 3]
@@ -157,8 +158,8 @@ async def test_the_welcome_floor_drops_what_the_history_held() -> None:
         state.apply(r)
     # Queued before the welcome: events 1-3 one by one, then 4-6 as one group.
     for r in records[:3]:
-        broadcast([r], subs, state, lambda s: None)
-    broadcast(records[3:], subs, state, lambda s: None)
+        broadcast([r], subs, state, forms(), lambda s: None)
+    broadcast(records[3:], subs, state, forms(), lambda s: None)
     sub.outbox.put(protocol.framed(protocol.encode({"t": "pong", "id": "x"})))
     sink = Sink()
     sub.outbox.start(4, sink)  # the welcome held up to seq 4
@@ -179,7 +180,7 @@ async def test_a_socket_that_keeps_up_is_never_overflowed() -> None:
     # A reply waits in the queue, so every event queues behind it instead of going out at once.
     sub.outbox.put(protocol.framed(protocol.encode({"t": "pong", "id": "p"})))
     for r in records:  # ten events in one loop iteration, limit three
-        broadcast([r], subs, state, dropped.append)
+        broadcast([r], subs, state, forms(), dropped.append)
     assert len(sink.writes) >= 2, "a full queue was written out at once"
     await asyncio.sleep(0)
     assert dropped == []
@@ -194,13 +195,13 @@ async def test_a_socket_that_stops_reading_is_overflowed_and_gets_a_gapless_pref
     await asyncio.sleep(0)
     records = [rec(i) for i in range(1, 11)]
     state = fold(records)
-    broadcast(records[:2], subs, state, lambda s: None)
+    broadcast(records[:2], subs, state, forms(), lambda s: None)
     await asyncio.sleep(0)
     sink.open_ = False  # its buffer is full from here on
     sink.drained.clear()
     dropped: list[Any] = []
     for r in records[2:]:
-        broadcast([r], subs, state, dropped.append)
+        broadcast([r], subs, state, forms(), dropped.append)
     await asyncio.sleep(0)
     assert dropped == [sub]
     assert sub.outbox.overflowed
@@ -234,7 +235,7 @@ async def test_renderings_go_to_those_who_asked_and_only_in_full() -> None:
     records = [public, hidden]
     state = fold(records)
     state.participants["g"] = member("g", "gm")  # as if the GM had joined
-    broadcast(records, subs, state, lambda s: None)
+    broadcast(records, subs, state, forms(), lambda s: None)
     await asyncio.sleep(0)
     got = {sub: sinks[sub].frames() for sub in subs}
     assert "foundry" not in got[plain][0]
@@ -258,10 +259,10 @@ async def test_a_socket_whose_buffer_was_full_is_written_once_it_drains() -> Non
     sub.outbox.start(0, sink)
     records = [rec(i) for i in range(1, 4)]
     state = fold(records)
-    broadcast(records[:2], subs, state, lambda s: None)
+    broadcast(records[:2], subs, state, forms(), lambda s: None)
     await asyncio.sleep(0)
     assert sink.writes == [], "nothing is written while the buffer is full"
-    broadcast(records[2:], subs, state, lambda s: None)
+    broadcast(records[2:], subs, state, forms(), lambda s: None)
     sink.open_ = True
     sink.drained.set()
     for _ in range(3):

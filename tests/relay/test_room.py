@@ -131,7 +131,7 @@ def test_the_commitment_checks_out_against_the_reveal(table: Table) -> None:
     # After the reveal the history shows the roll in full to everyone.
     from relay.fanout import history
 
-    shown = history(table.stored, spec, table.room.committed)[4]
+    shown = history(table.stored, spec, table.room.committed, table.forms)[4]
     assert shown["label"] == "Secret door"
     assert shown["revealed"] == 6
     assert "sealed" not in shown
@@ -189,7 +189,7 @@ def test_hidden_effects_apply_at_once_but_name_their_cause_only_after_the_reveal
     table.send(gm, {"t": "reveal", "id": "v", "seq": roll_ev["seq"]})
     from relay.fanout import history
 
-    assert history(table.stored, spec, table.room.committed)[-2]["cause"] == roll_ev["seq"]
+    assert history(table.stored, spec, table.room.committed, table.forms)[-2]["cause"] == roll_ev["seq"]
 
 
 def test_roll_effects_are_stored_with_the_roll_in_one_append() -> None:

@@ -223,15 +223,15 @@ describe("hidden rolls, reveals and commitments", () => {
     assert.equal(reveal.kind, "reveal");
     assert.equal(reveal.of, mine.seq);
     assert.ok(reveal.blob instanceof Uint8Array && reveal.nonce instanceof Uint8Array);
-    assert.equal(reveal.verified, true);
+    assert.equal(reveal.commitmentVerified, true);
     const opened = await until(() => toSpectator.find((e) => e.kind === "reveal" && e.of === mine.seq));
-    assert.equal(opened.verified, true);
+    assert.equal(opened.commitmentVerified, true);
     assert.deepEqual(opened.roll.result, mine.result);
     assert.equal(opened.roll.label, "secret door");
     assert.equal(opened.roll.seq, mine.seq);
     assert.equal(opened.roll.actor.id, player.you.id);
     const gmOpened = await until(() => toGm.find((e) => e.kind === "reveal" && e.of === mine.seq));
-    assert.equal(gmOpened.verified, true);
+    assert.equal(gmOpened.commitmentVerified, true);
   });
 
   test("verifyCommitment: the reveal's bytes match, any changed byte does not", async () => {
@@ -273,7 +273,7 @@ describe("hidden rolls, reveals and commitments", () => {
     const opened = next(player, "reveal", (e) => e.of === blind.seq);
     await gm.reveal(blind.seq);
     const reveal = await opened;
-    assert.equal(reveal.verified, true);
+    assert.equal(reveal.commitmentVerified, true);
     assert.deepEqual(reveal.roll.result, full.result);
   });
 
@@ -287,7 +287,7 @@ describe("hidden rolls, reveals and commitments", () => {
     assert.equal(sealed.sealed, true);
     const reveal = next(late, "reveal");
     await gm.reveal(hidden.seq);
-    assert.equal((await reveal).verified, true);
+    assert.equal((await reveal).commitmentVerified, true);
     const later = await connect(room.spectator);
     const replayed = later.event(hidden.seq);
     assert.equal(replayed.sealed, undefined);

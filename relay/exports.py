@@ -1,0 +1,171 @@
+"""Room exports and their offline check: ``tablerelay room export`` and ``tablerelay verify``.
+
+An export is a header, then the room's events in seq order, each signed in the form anyone outside every
+hidden roll's audience may see now (a spectator's view: hidden rolls not yet revealed stay sealed, so an
+export can be published without giving away a secret roll). The header names the room and carries the
+key set the events were signed with.
+
+Two encodings of the same objects:
+
+- ``jsonl``: one JSON object per line. JSON has no bytes, so a bytes value is written ``{"$bin": BASE64}``
+  and a map key that starts with ``$`` gets one more ``$`` in front (``"$x"`` is written ``"$$x"``), which
+  keeps any map a client put in an intent apart from encoded bytes.
+- ``msgpack``: the objects as a stream of MessagePack maps, bytes as bin.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+import msgpack
+
+from relay.fanout import Forms
+from relay.log.base import RoomInfo
+from relay.signing import Keyring, SigningKeyError, check, public_keys
+from relay.state import RoomState
+from relay.visibility import audience
+
+FORMATS = ("jsonl", "msgpack")
+HEADER = "tablerelay-room-export"
+VERSION = 1
+
+
+class ExportError(Exception):
+    """An export file that cannot be read; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Export:
+    room: dict[str, Any]
+    keys: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+
+
+def header(info: RoomInfo, keyring: Keyring) -> dict[str, Any]:
+    return {
+        "t": HEADER,
+        "v": VERSION,
+        "room": {"id": info.id, "name": info.name, "epoch": info.epoch},
+        "keys": keyring.jwks()["keys"],
+    }
+
+
+def public_events(
+    records: Sequence[Mapping[str, Any]], info: RoomInfo, keyring: Keyring
+) -> Iterator[dict[str, Any]]:
+    """The stored ``records`` (all of a room's, in order) as a spectator would see them now, signed."""
+    state = RoomState()
+    for record in records:
+        state.apply(record)
+    forms = Forms(info.id, keyring, capacity=1)
+    for record in records:
+        yield forms.frame(record, audience(record, state, "", "spectator"), state)
+
+
+# -- encodings -----------------------------------------------------------------------------------------
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$bin": base64.b64encode(value).decode()}
+    if isinstance(value, Mapping):
+        return {("$" + k if k.startswith("$") else k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("$bin"), str):
+            try:
+                return base64.b64decode(value["$bin"], validate=True)
+            except ValueError as exc:
+                raise ExportError("a '$bin' value is not base64") from exc
+        return {(k[1:] if k.startswith("$") else k): _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+def write(out: IO[bytes], fmt: str, head: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> int:
+    """Write ``head`` and ``events`` in ``fmt``; the number of events written."""
+    count = 0
+    for i, item in enumerate((head, *events)):
+        if fmt == "jsonl":
+            out.write(json.dumps(_to_json(item), ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        else:
+            out.write(msgpack.packb(item, use_bin_type=True))
+        count = i
+    return count
+
+
+def read(data: bytes) -> Export:
+    """Parse an export in either encoding (told apart by its first byte: ``{`` starts JSON)."""
+    items: list[Any]
+    if data.lstrip()[:1] == b"{":
+        items = []
+        for number, line in enumerate(data.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(_from_json(json.loads(line)))
+            except ValueError as exc:
+                raise ExportError(f"line {number} is not JSON: {exc}") from exc
+    else:
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, timestamp=0)
+        unpacker.feed(data)
+        try:
+            items = list(unpacker)
+        except Exception as exc:
+            raise ExportError(f"the file is neither JSON Lines nor a MessagePack stream: {exc}") from exc
+    if not items:
+        raise ExportError("the file is empty")
+    head = items[0]
+    if not isinstance(head, dict) or head.get("t") != HEADER:
+        raise ExportError(f"the file does not start with a '{HEADER}' header")
+    room = head.get("room")
+    if not isinstance(room, dict) or not isinstance(room.get("id"), str):
+        raise ExportError("the header names no room id")
+    keys = head.get("keys")
+    if not isinstance(keys, list):
+        raise ExportError("the header has no key list")
+    events = items[1:]
+    for i, event in enumerate(events, 2):
+        if not isinstance(event, dict) or not isinstance(event.get("seq"), int):
+            raise ExportError(f"entry {i} is not an event (a map with a seq)")
+    return Export(room, keys, events)
+
+
+# -- checking ------------------------------------------------------------------------------------------
+
+
+def failures(export: Export, keys: Any = None) -> list[str]:
+    """A sentence for every event that does not verify and every hole in the seqs; empty when all is well.
+
+    ``keys`` is the key set to trust (the server's JWK Set); by default the header's own.
+    """
+    try:
+        table = public_keys(export.keys if keys is None else keys)
+    except SigningKeyError as exc:
+        raise ExportError(str(exc)) from exc
+    room_id = export.room["id"]
+    out: list[str] = []
+    expected = None
+    for event in export.events:
+        seq = event["seq"]
+        if expected is not None and seq != expected:
+            out.append(
+                f"events {expected}–{seq - 1} are missing"
+                if seq > expected
+                else f"event {seq} comes again, or out of order, after {expected - 1}"
+            )
+        expected = seq + 1
+        reason = check(event, room_id, table)
+        if reason is not None:
+            out.append(f"event {seq} ({event.get('kind', '?')}) does not verify: {reason}")
+    return out

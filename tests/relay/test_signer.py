@@ -1,0 +1,77 @@
+"""The signing process (relay.signer) for real: it signs what Forms.prepare hands it; a stalled or dead one
+delays a broadcast by the bounded wait at most, and the loop signs instead."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+from relay import signing
+from relay.fanout import Forms
+from relay.signer import SignerProcess
+from relay.state import fold
+from relay.visibility import FULL, SEALED, body_of, seal
+from tests.relay.helpers import KEYRING
+
+
+def records() -> list[dict[str, object]]:
+    actor = {"id": "p1", "name": "Ana", "role": "player"}
+    join = {"seq": 1, "epoch": "e", "ts": 1, "kind": "join", "actor": actor, "visibility": "public"}
+    join["member"] = actor
+    roll = {"seq": 2, "epoch": "e", "ts": 2, "kind": "roll", "actor": actor, "visibility": "gm"}
+    roll.update(label="Hidden", intent={"system": "x"}, result={"total": 7})
+    roll["sealed"] = seal(body_of(roll))
+    return [join, roll]
+
+
+async def test_the_process_signs_every_form_ahead_of_the_broadcast() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    try:
+        stored = records()
+        state = fold(stored)
+        forms = Forms("room", KEYRING, capacity=100)
+        done = forms.prepare(stored, state, signer, wait=5.0)
+        assert done is not None
+        await asyncio.wait_for(done, 5)
+        assert len(forms._signed) == 3, "the join, and the hidden roll in both forms"
+        for record, form in ((stored[0], FULL), (stored[1], FULL), (stored[1], SEALED)):
+            frame = forms.frame(record, form, state)
+            assert signing.verify(frame, "room", KEYRING.jwks())
+    finally:
+        await signer.close()
+
+
+async def test_a_stalled_process_delays_a_broadcast_by_the_wait_at_most() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    os.kill(signer.process.pid, signal.SIGSTOP)
+    try:
+        stored = records()
+        state = fold(stored)
+        forms = Forms("room", KEYRING, capacity=100)
+        started = time.monotonic()
+        done = forms.prepare(stored, state, signer, wait=0.05)
+        assert done is not None
+        await asyncio.wait_for(done, 2)
+        assert time.monotonic() - started < 1.0
+        assert not forms._signed, "nothing came back from the stalled process"
+        frame = forms.frame(stored[1], SEALED, state)  # signed here instead
+        assert signing.verify(frame, "room", KEYRING.jwks())
+    finally:
+        os.kill(signer.process.pid, signal.SIGCONT)
+        await signer.close()
+
+
+async def test_a_dead_process_is_noticed_and_nothing_waits_for_it() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    signer.process.kill()
+    await signer.process.wait()
+    for _ in range(100):
+        if not signer.alive:
+            break
+        await asyncio.sleep(0.01)
+    assert not signer.alive
+    stored = records()
+    assert Forms("room", KEYRING, capacity=100).prepare(stored, fold(stored), signer) is None
+    await signer.close()

@@ -1,0 +1,245 @@
+"""relay.signing without sockets: the canonical encoding against the spec-only encoder, keys on disk and
+their rotation, and properties over every event the room can produce (no float, stable canonical bytes,
+every form verifies with an independent verifier)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rules
+from relay import signing
+from relay.fanout import history
+from relay.formats import renderings
+from relay.protocol import wire_numbers
+from tests import spec_signing
+from tests.relay.helpers import KEYRING, Table
+
+# -- the canonical encoding ----------------------------------------------------------------------------
+
+INTEGERS = [0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63, 2**64 - 1]
+INTEGERS += [-1, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("n", INTEGERS)
+def test_integers_take_their_shortest_form(n: int) -> None:
+    assert signing.canonical(n) == spec_signing.encode(n)
+    assert len(signing.canonical(n)) == min(len(msgpack.packb(n)), len(spec_signing.encode(n)))
+
+
+def test_map_keys_go_in_utf8_byte_order_at_every_depth() -> None:
+    # UTF-16 order would put U+1F600 before U+FFFF; UTF-8 puts it after. "Z" < "a" < "é".
+    value = {"é": 1, "a": {"😀": [1, {"z": 2, "Z": 3}], "\uffff": None}, "Z": b"\x00"}
+    data = signing.canonical(value)
+    assert data == spec_signing.encode(value)
+    decoded = msgpack.unpackb(data, raw=False)
+    assert list(decoded) == ["Z", "a", "é"]
+    assert list(decoded["a"]) == ["\uffff", "😀"]
+    assert list(decoded["a"]["😀"][1]) == ["Z", "z"]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"total": 0.5}, [1, 2.0], {1: "a"}, {"a": {2: 3}}, {"a": 1, 2: "b"}, {"s": {1, 2}}]
+)
+def test_what_canonical_messagepack_cannot_hold_is_refused(bad: Any) -> None:
+    with pytest.raises(signing.CanonicalError):
+        signing.canonical(bad)
+
+
+def test_signed_bytes_leave_out_the_frame_type_the_signature_and_renderings() -> None:
+    event = {"t": "event", "seq": 1, "kid": "k", "sig": b"s", "foundry": {}, "roll20": {}, "kind": "join"}
+    assert signing.signed_bytes(event, "room") == b"tablerelay-event-v1\x00room\x00" + spec_signing.encode(
+        {"seq": 1, "kind": "join"}
+    )
+
+
+def test_fractions_go_on_the_wire_as_javascript_decimals() -> None:
+    assert wire_numbers({"total": 0.75, "terms": [{"value": 1 / 3}], "n": 2}) == {
+        "total": "0.75",
+        "terms": [{"value": "0.3333333333333333"}],
+        "n": 2,
+    }
+    assert wire_numbers(1e-7) == "1e-7"
+    assert wire_numbers(0.000001) == "0.000001"
+    plain = {"a": [1, "x", None, True]}
+    assert wire_numbers(plain) is plain, "nothing is copied when there is no float"
+
+
+# -- keys ----------------------------------------------------------------------------------------------
+
+
+def test_the_first_use_makes_a_private_key_only_its_owner_can_read(tmp_path: Path) -> None:
+    keyring = signing.load_keyring(tmp_path, now=1000)
+    key_file = tmp_path / signing.KEY_FILE
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    private = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+    assert isinstance(private, Ed25519PrivateKey)
+    raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    assert keyring.kid == hashlib.sha256(raw).hexdigest()[:16]
+    (entry,) = keyring.keys
+    assert entry["x"] == base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    assert "=" not in entry["x"]
+    assert signing.load_keyring(tmp_path).kid == keyring.kid, "the same key on the next start"
+
+
+def test_rotation_retires_the_old_key_and_keeps_publishing_it(tmp_path: Path) -> None:
+    first = signing.load_keyring(tmp_path, now=1000)
+    event = {"t": "event", "seq": 1, "kind": "join", "member": {"id": "a"}}
+    signed = {**event, "kid": first.kid, "sig": first.sign(event, "r")}
+    old, new = signing.rotate(tmp_path, now=2000)
+    assert old == first.kid
+    second = signing.load_keyring(tmp_path, now=3000)
+    assert second.kid == new != old
+    by_kid = {entry["kid"]: entry for entry in second.keys}
+    assert by_kid[old]["retired"] == 2000
+    assert "retired" not in by_kid[new]
+    assert second.keys[0]["kid"] == new, "the current key comes first"
+    assert signing.verify(signed, "r", second.jwks())
+    assert stat.S_IMODE((tmp_path / signing.KEY_FILE).stat().st_mode) == 0o600
+
+
+def test_a_key_from_the_environment_signs_and_the_file_key_is_retired(tmp_path: Path) -> None:
+    file_kid = signing.load_keyring(tmp_path, now=1000).kid
+    pem = (
+        Ed25519PrivateKey.generate()
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        .decode()
+    )
+    keyring = signing.load_keyring(tmp_path, pem, now=5000)
+    assert keyring.kid != file_kid
+    assert {e["kid"]: e.get("retired") for e in keyring.keys} == {keyring.kid: None, file_kid: 5000}
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"hello", "not an unencrypted PEM"),
+        (
+            Ed25519PrivateKey.generate().private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.BestAvailableEncryption(b"pw"),
+            ),
+            "not an unencrypted PEM",
+        ),
+    ],
+)
+def test_a_bad_key_file_is_one_clear_sentence(tmp_path: Path, content: bytes, words: str) -> None:
+    (tmp_path / signing.KEY_FILE).write_bytes(content)
+    with pytest.raises(signing.SigningKeyError, match=words):
+        signing.load_keyring(tmp_path)
+
+
+def test_a_damaged_published_key_set_is_refused(tmp_path: Path) -> None:
+    signing.load_keyring(tmp_path)
+    (tmp_path / signing.KEYS_FILE).write_text(
+        '{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "AA", "kid": "x"}]}'
+    )
+    with pytest.raises(signing.SigningKeyError, match="JWK Set"):
+        signing.load_keyring(tmp_path)
+
+
+def test_a_key_set_whose_kid_lies_about_its_key_is_refused() -> None:
+    public = os.urandom(32)
+    jwk = signing.jwk(public)
+    assert set(signing.public_keys({"keys": [jwk]})) == {jwk["kid"]}
+    with pytest.raises(signing.SigningKeyError):
+        signing.public_keys([{**jwk, "kid": "0" * 16}])
+
+
+# -- every event the room can produce --------------------------------------------------------------------
+
+# Formulas both dialects read; several make fractions (divisions, decimals), which must not become floats.
+FORMULAS = ["1d6/4", "{1d6/4, 2d4/3}kh1", "1d6*0.5", "floor(1d6/4)+0.5", "2d20kh1+7", "4d6kh3"]
+FORMULAS += ["1d8/3 + 1d4/7", "1d6*-0.25"]
+INTENTS = st.one_of(
+    st.builds(
+        lambda c, e, b: {"system": "drawsteel.power", "characteristic": c, "edges": e, "banes": b},
+        st.integers(-5, 5),
+        st.integers(0, 2),
+        st.integers(0, 2),
+    ),
+    st.builds(lambda m: {"system": "daggerheart.duality", "modifier": m}, st.integers(-5, 5)),
+    st.builds(
+        lambda f, d: {"system": "dice", "formula": f, "dialect": d},
+        st.sampled_from(FORMULAS),
+        st.sampled_from(["foundry", "roll20"]),
+    ),
+    st.builds(lambda p: {"system": "honors_edge.roll", "pool": p}, st.sampled_from(["3k2", "5k3", "2k1"])),
+    st.builds(
+        lambda d, r: {"system": "nexus.test", "attribute_die": d, "skill_rank": r},
+        st.sampled_from(["d4", "d6", "d8", "d10", "d12"]),
+        st.integers(0, 3),
+    ),
+)
+ACTIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["gm", "ana", "bo"]),
+        INTENTS,
+        st.sampled_from(["public", "gm", "blind", "self"]),
+        st.one_of(st.none(), st.text(max_size=30)),
+        st.booleans(),  # reveal it afterwards
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def floats_in(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, float):
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in floats_in(v, f"{path}.{k}")]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in floats_in(v, f"{path}[{i}]")]
+    return []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ACTIONS)
+def test_every_event_has_no_float_a_stable_encoding_and_a_good_signature(actions: list[Any]) -> None:
+    table = Table(resolve=rules.resolve)
+    people = {"gm": table.join("gm", sub="gm-1", name="GM"), "ana": table.join("player", name="Ana")}
+    people["bo"] = table.join("player", name="Bo")
+    spectator = table.join("spectator")
+    for who, intent, visibility, label, reveal in actions:
+        frame: dict[str, Any] = {"t": "roll", "id": f"r{len(table.stored)}", "intent": intent}
+        frame["visibility"] = visibility
+        if label:
+            frame["label"] = label
+        replies = table.send(people[who], frame)
+        ack = next(r for r in replies if r["t"] in ("ack", "error"))
+        assert ack["t"] == "ack", ack
+        if reveal and visibility != "public":
+            assert table.send(people["gm"], {"t": "reveal", "id": f"v{ack['seq']}", "seq": ack["seq"]})
+    jwks = KEYRING.jwks()
+    sessions = [*people.values(), spectator]
+    shown = [e for s in sessions for e in table.events(s)]
+    shown += [e for s in sessions for e in history(table.stored, s, table.room.committed, table.forms)]
+    assert shown
+    for event in shown:
+        assert not floats_in(event), f"floats at {floats_in(event)} in {event}"
+        part = signing.signed_part(event)
+        data = signing.canonical(part)
+        assert data == spec_signing.encode(part), "the spec-only encoder writes the same bytes"
+        again = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        assert signing.canonical(again) == data, "decode and re-encode: the same bytes"
+        assert spec_signing.verify(event, table.room.id, jwks), event
+    gm_ids = table.room.committed.gm_ids()
+    for record in table.stored:
+        if record["kind"] == "roll":
+            extra = renderings(record, frozenset({"foundry", "roll20"}), gm_ids)
+            assert not floats_in(extra), f"floats in the renderings of {record['result']}"
