@@ -5,8 +5,8 @@ then downloads ``<relay>/foundry/tablerelay.zip``. The zip is built here, in mem
 sources, the thin JS client and the MessagePack module it imports, so nothing built is ever checked in:
 
 - ``module.json`` with this relay's version and its absolute ``manifest`` and ``download`` addresses;
-- ``scripts/``, ``styles/`` as they are in ``clients/foundry``, except ``scripts/client.mjs``, which in the
-  repository re-exports ``clients/js/tablerelay.js`` and in the zip re-exports the copy in ``lib/``;
+- ``scripts/``, ``styles/`` as they are in ``clients/foundry``, except that ``scripts/client.mjs``, which in
+  the repository re-exports ``clients/js/tablerelay.js``, re-exports the copy in ``lib/``;
 - ``lib/tablerelay.mjs``: the JS client, importing ``./msgpack/index.mjs`` and ``./noble-ed25519/index.js``
   instead of the bare ``@msgpack/msgpack`` and ``@noble/ed25519``;
 - ``lib/msgpack/``: @msgpack/msgpack's ES module build; ``lib/noble-ed25519/``: @noble/ed25519's module.
@@ -30,6 +30,8 @@ MANIFEST_PATH = "/foundry/module.json"
 ZIP_PATH = "/foundry/tablerelay.zip"
 #: What the module's own files may be; anything else in the folder (tests, notes) stays out of the zip.
 SHIPPED = ("module.json", "scripts/", "styles/", "lang/", "templates/")
+#: How the module's ``scripts/client.mjs`` reaches the JS client in the repository (in the zip: lib/).
+REPOSITORY_CLIENT = '"../../js/tablerelay.js"'
 #: The JS client's bare imports and what they become in the zip (a browser resolves no bare name without an
 #: import map, and Foundry has none).
 CLIENT_IMPORTS = {
@@ -111,11 +113,16 @@ def package(sources: Sources, base_url: str) -> bytes:
     entries: dict[str, bytes] = {
         "module.json": json.dumps(manifest(sources, base_url), indent=2).encode() + b"\n",
         "lib/tablerelay.mjs": client.encode(),
-        "scripts/client.mjs": (
-            b"// The thin JS client, copied beside the module (lib/) when the relay built this zip.\n"
-            b'export { TableRelay, TableRelayError, verifyCommitment } from "../lib/tablerelay.mjs";\n'
-        ),
     }
+    module = dict(sources.module)
+    if "scripts/client.mjs" not in module:
+        raise FoundryPackageError("The Foundry module has no scripts/client.mjs to point at the JS client.")
+    shim = module["scripts/client.mjs"].read_bytes().decode()
+    if REPOSITORY_CLIENT not in shim:
+        raise FoundryPackageError(
+            f"scripts/client.mjs no longer imports {REPOSITORY_CLIENT} as the zip expects."
+        )
+    entries["scripts/client.mjs"] = shim.replace(REPOSITORY_CLIENT, '"../lib/tablerelay.mjs"').encode()
     for name, entry in sources.module:
         if name in entries or not name.startswith(SHIPPED):
             continue

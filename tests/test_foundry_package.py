@@ -71,6 +71,7 @@ def test_the_zip_holds_the_module_and_everything_it_imports(served: Any, tmp_pat
         assert path in names, f"module.json names {path}, which the zip lacks"
     assert "lib/tablerelay.mjs" in names
     assert "lib/msgpack/index.mjs" in names
+    assert "lib/noble-ed25519/index.js" in names
     assert not any(n.startswith("test/") for n in names), "tests stay out of the zip"
     assert not any(n.endswith(".map") for n in names)
     for name in names:

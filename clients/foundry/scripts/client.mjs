@@ -1,6 +1,6 @@
 // The thin JS client (clients/js). In the module's zip this file is rewritten to import the client copied
 // beside it (lib/tablerelay.mjs), since a Foundry module cannot resolve the repository's layout.
-export { TableRelay, TableRelayError, verifyCommitment } from "../../js/tablerelay.js";
+export { TableRelay, TableRelayError, signedBytes, verifyCommitment, verifyEvent } from "../../js/tablerelay.js";
 
 // The client's types (clients/js/tablerelay.d.ts) the module's JSDoc names, so the module's other files never
 // reach into the repository's layout themselves.

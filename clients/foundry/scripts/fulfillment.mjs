@@ -36,13 +36,14 @@ export class RelayUnavailable extends Error {
  * @property {string} [epoch]
  * @property {string} [reason]     why it was not via the relay
  * @property {number} roundTrips
+ * @property {import("./messages.mjs").Signature[]} [signatures]  the faces events' signatures, when signed
  *
  * @typedef {object} Request  one faces request: the dice and the roll they are for
  * @property {Array<{ number: number, faces: number }>} dice
  * @property {{ formula?: string, visibility: "public"|"gm"|"blind"|"self", label?: string }} about
  *
  * @typedef {object} BrokerDeps
- * @property {(request: Request) => Promise<{ seq: number, values: number[], room?: string, epoch?: string }>} request
+ * @property {(request: Request) => Promise<{ seq: number, values: number[], room?: string, epoch?: string, signature?: import("./messages.mjs").Signature|null }>} request
  * @property {() => boolean} connected
  * @property {() => "fallback"|"refuse"} policy
  * @property {(reason: string) => void} onUnavailable
@@ -157,6 +158,7 @@ export class FacesBroker {
       return this.#unavailable(context, "the relay answered with the wrong number of faces");
     }
     context.seqs.push(reply.seq);
+    if (reply.signature) (context.signatures ??= []).push(reply.signature);
     if (reply.room) context.room = reply.room;
     if (reply.epoch) context.epoch = reply.epoch;
     return reply;

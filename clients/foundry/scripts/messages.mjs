@@ -3,6 +3,7 @@
 // rendered roll come in as arguments.
 
 import { audienceOf } from "./audience.mjs";
+import { signedBytes } from "./client.mjs";
 import { sealedCardHTML } from "./ui.mjs";
 
 export const FLAG_SCOPE = "tablerelay";
@@ -21,10 +22,25 @@ export const FLAG_SCOPE = "tablerelay";
  * @property {string} [commitment]
  * @property {string} [kid]  signed events: the key id
  * @property {string} [sig]  signed events: the signature, base64
+ * @property {string} [signed]  signed events: the exact bytes signed, base64 (spec/signing.md: domain, room
+ *   id, canonical event), so anyone can check the message later against the relay's published keys
+ * @property {boolean} [verified]  did the event's signature verify when this client received it
+ * @property {string} [verifyError]  why it did not
+ * @property {Signature[]} [signatures]  a Foundry roll's faces events, as signed
  * @property {boolean} [sealed]  a sealed card, until its reveal turns it into the roll
  * @property {number} [revealed]  the seq of the reveal that opened it
- * @property {boolean|null} [verified]  did the reveal match the commitment (null: never saw the commitment)
+ * @property {boolean|null} [sealMatches]  did the reveal match the commitment (null: never saw the commitment)
  * @property {string} [reason]  why a roll was not via the relay
+ */
+
+/**
+ * What checks one signed relay event later: its seq, key id, signature and signed bytes (all base64).
+ * @typedef {object} Signature
+ * @property {number} seq
+ * @property {string} kid
+ * @property {string} sig
+ * @property {string} signed
+ * @property {boolean} [verified]
  */
 
 /**
@@ -36,7 +52,7 @@ export const FLAG_SCOPE = "tablerelay";
 /**
  * The flags every message from a relay event carries: which event, so a reload or another client never
  * posts it twice, and what a later check needs (kid and sig once events are signed).
- * @param {{ seq: number, epoch: string, kind: string, visibility?: string, kid?: string, sig?: Uint8Array, commitment?: string }} event
+ * @param {{ seq: number, epoch: string, kind: string, visibility?: string, kid?: string, sig?: Uint8Array, commitment?: string, verified?: boolean, verifyError?: string }} event
  * @param {string} room
  * @param {Partial<MessageFlags>} [extra]
  */
@@ -46,9 +62,25 @@ export function eventFlags(event, room, extra = {}) {
   if (event.visibility) flags.visibility = event.visibility;
   if (typeof event.commitment === "string") flags.commitment = event.commitment;
   // Signed events (spec/signing.md): keep what verifies the event later, in the form it arrived.
-  if (typeof event.kid === "string") flags.kid = event.kid;
-  if (event.sig instanceof Uint8Array) flags.sig = bytesToBase64(event.sig);
+  const signature = signatureOf(event, room);
+  if (signature) Object.assign(flags, { kid: signature.kid, sig: signature.sig, signed: signature.signed });
+  if (typeof event.verified === "boolean") flags.verified = event.verified;
+  if (typeof event.verifyError === "string") flags.verifyError = event.verifyError;
   return flags;
+}
+
+/**
+ * A signed event's key id, signature and signed bytes, in a form a message's flags can hold; null if unsigned.
+ * @param {any} event  as this client received it
+ * @param {string} room
+ * @returns {Signature|null}
+ */
+export function signatureOf(event, room) {
+  if (typeof event?.kid !== "string" || !(event.sig instanceof Uint8Array)) return null;
+  /** @type {Signature} */
+  const signature = { seq: event.seq, kid: event.kid, sig: bytesToBase64(event.sig), signed: bytesToBase64(signedBytes(event, room)) };
+  if (typeof event.verified === "boolean") signature.verified = event.verified;
+  return signature;
 }
 
 /** @param {Uint8Array} bytes */
@@ -95,7 +127,8 @@ export function rollMessages(event, { room, users, roll }) {
 
 /**
  * The update that turns a sealed card (or the audience's whispered copy) into the revealed roll, public.
- * @param {any} reveal  the relay `reveal` event (with `foundry` rendered by the relay, `verified` by the client)
+ * @param {any} reveal  the relay `reveal` event (`foundry` rendered by the relay, `commitmentVerified` and the
+ *   signature's `verified` by the client)
  * @param {{ room: string, roll: Roll.Any, original: Record<string, any> }} where  `original`: the card's flags
  */
 export function revealUpdate(reveal, { room, roll, original }) {
@@ -108,11 +141,13 @@ export function revealUpdate(reveal, { room, roll, original }) {
     flags: {
       [FLAG_SCOPE]: {
         ...original,
-        via: true,
-        room,
+        // The reveal's own signature and check: it carries the blob and nonce that open the roll.
+        ...eventFlags(reveal, room),
+        seq: original.seq ?? reveal.of,
+        kind: "roll",
         sealed: false,
         revealed: reveal.seq,
-        verified: reveal.verified ?? null,
+        sealMatches: reveal.commitmentVerified ?? null,
       },
     },
   };

@@ -8,7 +8,7 @@ import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
 import { TableRelay, TableRelayError } from "./client.mjs";
 import { CommandError, parseCommand } from "./commands.mjs";
 import { FacesBroker, METHOD } from "./fulfillment.mjs";
-import { FLAG_SCOPE, revealUpdate, rollMessages } from "./messages.mjs";
+import { FLAG_SCOPE, revealUpdate, rollMessages, signatureOf } from "./messages.mjs";
 import { connectionFormHTML, markHTML, panelHTML } from "./ui.mjs";
 
 export const MODULE_ID = "tablerelay";
@@ -456,11 +456,13 @@ export class TableRelayModule {
     if (about.formula) intent.formula = about.formula;
     const event = await withTimeout(client.roll(intent, { visibility: about.visibility, label: about.label }), FACES_TIMEOUT_MS, "faces");
     if (event.sealed || !event.result) throw new Error("the relay sent the faces sealed");
+    const room = client.room?.id;
     return {
       seq: event.seq,
       epoch: event.epoch,
-      room: client.room?.id,
+      room,
       values: event.result.dice.map((/** @type {{ value: number }} */ d) => d.value),
+      signature: room ? signatureOf(event, room) : null,
     };
   }
 
@@ -483,6 +485,8 @@ export class TableRelayModule {
     const via = contexts.every((c) => c?.via === true);
     /** @type {import("./messages.mjs").MessageFlags} */
     const flags = { via, seqs: contexts.flatMap((c) => c?.seqs ?? []) };
+    const signatures = contexts.flatMap((c) => c?.signatures ?? []);
+    if (signatures.length) flags.signatures = signatures;
     const known = contexts.find((c) => c?.room);
     if (known) Object.assign(flags, { room: known.room, epoch: known.epoch });
     if (!via) flags.reason = contexts.find((c) => c?.reason)?.reason ?? "rolled without the relay";

@@ -30,7 +30,7 @@ const VISIBILITY_WORDS = { gm: "GM-only", blind: "blind", self: "private" };
 
 /**
  * The small mark a chat message carries: where its dice came from.
- * @param {{ via?: boolean, seqs?: number[], seq?: number, reason?: string, revealed?: number, verified?: boolean|null } | undefined} flags
+ * @param {{ via?: boolean, seqs?: number[], seq?: number, reason?: string, revealed?: number, verified?: boolean, verifyError?: string, sealMatches?: boolean|null, signatures?: Array<{ verified?: boolean }> } | undefined} flags
  * @param {{ showVerified: boolean }} options
  */
 export function markHTML(flags, { showVerified }) {
@@ -38,17 +38,25 @@ export function markHTML(flags, { showVerified }) {
     const why = flags?.reason ? ` (${escapeHTML(flags.reason)})` : "";
     return `<div class="tablerelay-mark tablerelay-not-relay" title="These dice were rolled by Foundry, not by the relay${why}"><i class="fa-solid fa-triangle-exclamation"></i> not via relay</div>`;
   }
-  if (!showVerified) return "";
   const seqs = flags.seqs ?? (flags.seq !== undefined ? [flags.seq] : []);
   const where = seqs.length ? ` #${seqs.join(", #")}` : "";
-  if (flags.revealed !== undefined) {
-    if (flags.verified === false) {
-      return `<div class="tablerelay-mark tablerelay-failed" title="The reveal does not match the commitment published with the sealed roll"><i class="fa-solid fa-xmark"></i> reveal does not match its seal${where}</div>`;
-    }
-    const checked = flags.verified === true ? "revealed ✓ matches its seal" : "revealed";
-    return `<div class="tablerelay-mark tablerelay-verified" title="Rolled by the relay; the reveal was checked against its commitment"><i class="fa-solid fa-check"></i> ${checked}${where}</div>`;
+  // A failed check is always shown, whatever the setting: it is the one thing a table must not miss.
+  const unsigned = flags.verified === false || (flags.signatures ?? []).some((s) => s.verified === false);
+  if (unsigned) {
+    const why = flags.verifyError ? `: ${escapeHTML(flags.verifyError)}` : "";
+    return `<div class="tablerelay-mark tablerelay-failed" title="The relay's signature on this roll does not verify${why}"><i class="fa-solid fa-xmark"></i> signature does not verify — do not trust this roll${where}</div>`;
   }
-  return `<div class="tablerelay-mark tablerelay-verified" title="Rolled by the relay's secure dice"><i class="fa-solid fa-dice-d20"></i> relay${where}</div>`;
+  if (flags.revealed !== undefined && flags.sealMatches === false) {
+    return `<div class="tablerelay-mark tablerelay-failed" title="The reveal does not match the commitment published with the sealed roll"><i class="fa-solid fa-xmark"></i> reveal does not match its seal${where}</div>`;
+  }
+  if (!showVerified) return "";
+  const signed = flags.verified === true || ((flags.signatures ?? []).length > 0 && flags.signatures?.every((s) => s.verified === true));
+  const seal = signed ? "signed ✓" : "relay";
+  if (flags.revealed !== undefined) {
+    const checked = flags.sealMatches === true ? "revealed ✓ matches its seal" : "revealed";
+    return `<div class="tablerelay-mark tablerelay-verified" title="Rolled by the relay; the reveal was checked against its commitment"><i class="fa-solid fa-check"></i> ${checked} · ${seal}${where}</div>`;
+  }
+  return `<div class="tablerelay-mark tablerelay-verified" title="Rolled by the relay's secure dice${signed ? " and signed with its key" : ""}"><i class="fa-solid fa-dice-d20"></i> ${seal}${where}</div>`;
 }
 
 /**

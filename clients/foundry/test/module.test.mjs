@@ -8,6 +8,16 @@ import { TableRelayModule } from "../scripts/module.mjs";
 import { RelayUnavailable } from "../scripts/fulfillment.mjs";
 import { World } from "./harness.mjs";
 
+/** Ed25519 verification with the relay's published key (its JWK Set), through Node's WebCrypto. */
+async function ed25519(bytes, sig, kid) {
+  const base = server.url.replace(/^ws/, "http").replace(/\/ws$/, "");
+  const { keys } = await (await fetch(`${base}/.well-known/tablerelay-keys.json`)).json();
+  const jwk = keys.find((k) => k.kid === kid);
+  assert.ok(jwk, `the relay publishes key ${kid}`);
+  const key = await crypto.subtle.importKey("jwk", { kty: jwk.kty, crv: jwk.crv, x: jwk.x }, { name: "Ed25519" }, false, ["verify"]);
+  return crypto.subtle.verify({ name: "Ed25519" }, key, sig, bytes);
+}
+
 const modules = [];
 after(() => {
   for (const m of modules) m.client?.close();
@@ -79,6 +89,10 @@ describe("dice fulfillment", () => {
     assert.deepEqual(event.intent.dice, [{ number: 2, faces: 20 }, { number: 1, faces: 6 }]);
     const faces = roll.dice.flatMap((d) => d.results.map((r) => r.result));
     assert.deepEqual(faces, event.result.dice.map((d) => d.value), "Foundry shows the relay's faces, in order");
+    const [signature] = context.signatures;
+    assert.equal(signature.seq, event.seq);
+    assert.equal(signature.verified, true, "the faces event's signature verified");
+    assert.ok(await ed25519(Buffer.from(signature.signed, "base64"), Buffer.from(signature.sig, "base64"), signature.kid));
     const [d20] = roll.dice;
     assert.equal(roll.total, Math.max(...d20.results.map((r) => r.result)) + roll.dice[1].total + 3);
   });
@@ -155,7 +169,16 @@ describe("relay events become chat messages", () => {
     assert.deepEqual(message.whisper, []);
     assert.equal(message.rolls[0].total, event.result.total, "the message's roll is the relay's");
     assert.match(message.flavor, /Knockback/);
-    assert.match(gm.rendered(message), /relay #/);
+    assert.match(gm.rendered(message), /signed ✓ #/);
+    // The flags hold what checks the message later, offline: key id, signature and the exact signed bytes.
+    const flags = message.flags.tablerelay;
+    assert.equal(flags.verified, true);
+    assert.equal(flags.kid, event.kid);
+    const signed = Buffer.from(flags.signed, "base64");
+    assert.ok(signed.subarray(0, 20).equals(Buffer.from("tablerelay-event-v1\0")), "the spec's domain");
+    assert.ok(await ed25519(signed, Buffer.from(flags.sig, "base64"), flags.kid), "the signature checks with the published key");
+    signed[signed.length - 1] ^= 1;
+    assert.equal(await ed25519(signed, Buffer.from(flags.sig, "base64"), flags.kid), false, "a flipped byte does not");
   });
 
   test("a Foundry player's own /tr roll is posted by that player's client", async () => {
@@ -236,7 +259,8 @@ describe("relay events become chat messages", () => {
     const [message] = byFlag(world, event.seq);
     assert.deepEqual(message.whisper, [], "public once revealed");
     assert.equal(message.flags.tablerelay.sealed, false);
-    assert.equal(message.flags.tablerelay.verified, true, "the reveal matches the commitment");
+    assert.equal(message.flags.tablerelay.sealMatches, true, "the reveal matches the commitment");
+    assert.equal(message.flags.tablerelay.verified, true, "the reveal's signature verifies");
     assert.equal(message.rolls[0].total, event.result.total);
     assert.match(gm.rendered(message), /matches its seal/);
     assert.deepEqual(world.visibleTo("Player0000000002").filter((m) => m === message).length, 1);

@@ -6,6 +6,7 @@ import { audienceOf, isPosted, posterFor, visibilityOf } from "../scripts/audien
 import { CommandError, parseCommand } from "../scripts/commands.mjs";
 import { FacesBroker, RelayUnavailable, resultFor } from "../scripts/fulfillment.mjs";
 import { rollMessages } from "../scripts/messages.mjs";
+import { markHTML } from "../scripts/ui.mjs";
 import { relayAddress } from "../scripts/module.mjs";
 
 describe("chat commands", () => {
@@ -106,6 +107,19 @@ describe("who posts, who sees", () => {
 
 /** A term shaped like Foundry's DiceTerm, enough for the broker. */
 const term = (number, faces, denomination = `d${faces}`) => ({ number, faces, denomination, results: [] });
+
+describe("marks", () => {
+  test("a failed signature or seal is shown loud whatever the setting; the rest only when asked", () => {
+    const quiet = { showVerified: false };
+    assert.match(markHTML({ via: true, seq: 3, verified: false, verifyError: "bad sig" }, quiet), /signature does not verify.*#3/);
+    assert.match(markHTML({ via: true, seqs: [4], signatures: [{ verified: false }] }, quiet), /do not trust/);
+    assert.match(markHTML({ via: true, seq: 3, revealed: 5, sealMatches: false, verified: true }, quiet), /does not match its seal/);
+    assert.equal(markHTML({ via: true, seq: 3, verified: true }, quiet), "");
+    assert.match(markHTML({ via: true, seq: 3, verified: true }, { showVerified: true }), /signed ✓ #3/);
+    assert.match(markHTML({ via: true, seqs: [7] }, { showVerified: true }), /relay #7/);
+    assert.match(markHTML(undefined, quiet), /not via relay/);
+  });
+});
 
 describe("the faces broker", () => {
   const broker = (answer, { connected = true, policy = "fallback" } = {}) => {
