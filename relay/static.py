@@ -7,6 +7,7 @@ symlink escapes).
 
 from __future__ import annotations
 
+import re
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
@@ -17,6 +18,8 @@ PAGES = {
     "/watch": ("web", "watch.html"),
     "/table": ("web", "table.html"),
 }
+#: /events/ROOM/SEQ, the page that shows one event and checks its signature (the Roll20 bridge links to it).
+EVENT_PAGE = re.compile(r"/events/[A-Za-z0-9_-]{1,64}/[0-9]{1,12}/?")
 PREFIXES = {
     "/web/": "web",
     "/js/": "js",
@@ -42,6 +45,9 @@ def resolve(path: str, served: Traversable | None = None) -> Traversable | None:
     page = PAGES.get(path)
     if page is not None:
         return _inside(served, page[0], page[1])
+    if EVENT_PAGE.fullmatch(path):
+        # One page for every event address; the page reads the room and seq from its own path.
+        return _inside(served, "web", "event.html")
     for prefix, name in PREFIXES.items():
         if path.startswith(prefix):
             return _inside(served, name, unquote(path[len(prefix) :]))
