@@ -83,7 +83,8 @@ def test_panel_sealed_card_marks_and_form(page: Page, room: dict[str, str], wire
             `<div class="msg">${ui.sealedCardHTML(sealed)}</div>`,
             msg("Ana", "2d20kh + 3 = 21", { via: true, seq: 12, verified: true }),
             msg("Bo", "1d20 = 7", { via: false, reason: "the relay is not connected" }),
-            msg("Mercer", "revealed 17", { via: true, seq: 9, revealed: 14, sealMatches: true, verified: true }),
+            msg("Mercer", "revealed 17", { via: true, seq: 9, revealed: 14, sealMatches: true,
+              verified: true }),
           ].join("");
           document.getElementById("form").innerHTML = ui.connectionFormHTML({
             relayUrl: "wss://dice.example.org/ws", hasToken: true, isGM: true, status: "open",
