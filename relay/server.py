@@ -34,6 +34,7 @@ from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
 from relay.logs import REQUEST, get_logger
+from relay.looplag import LoopLag
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
@@ -128,6 +129,7 @@ class Relay:
         self._idle = asyncio.Event()
         self._idle.set()
         self.started = time.time()
+        self.lag = LoopLag(observe=self.metrics.loop_lag.observe)
 
     # -- rooms -------------------------------------------------------------------------------------------
 
@@ -501,6 +503,7 @@ class Relay:
                     "rooms": len(self.rooms),
                     "connections": len(self.connections),
                     "uptime": round(time.time() - self.started, 3),
+                    "loop_lag": self.lag.summary(),
                 }
             ).encode()
             return _response(200, body, "application/json")
@@ -680,7 +683,11 @@ async def run(
             logger.info("listening", host=config.host, port=port, url=_url(config.host, port))
             if on_ready is not None:
                 on_ready(server, relay)
-            await stop.wait()
+            lag = asyncio.get_running_loop().create_task(relay.lag.run())
+            try:
+                await stop.wait()
+            finally:
+                lag.cancel()
             logger.info("stopping", connections=len(relay.connections))
             await relay.shutdown(server)
         await relay.drain()
