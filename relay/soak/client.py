@@ -315,4 +315,5 @@ class Client:
             self.tally.error("junk acked", f"{self.name}: {frame!r:.200}")
             return
         self.tally.counts["acks"] += 1
+        self.tally.counts[f"acks ({pending.kind})"] += 1
         self.tally.acks.append((self.room, int(frame["seq"]), pending.kind, str(frame["id"]), self.me))

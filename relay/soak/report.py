@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    samples = results["samples"]
+    # The last sample is taken after the clients stopped: it shows the sockets closing, not the run.
+    deadline = results["options"]["minutes"] * 60
+    samples = [s for s in results["samples"] if s["t"] <= deadline + 1]
     minutes = [s["t"] / 60 for s in samples]
     warm = results["warmup_seconds"] / 60
     fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), sharex=True)
@@ -62,11 +65,22 @@ def _mib(value: float | None) -> str:
     return "?" if value is None else f"{value / 2**20:.1f} MiB"
 
 
+def _count(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.0f}"
+
+
+def _ms(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f} ms"
+
+
 def markdown(results: dict[str, Any], image: str | None) -> str:
     """The "Soak" section of docs/benchmarks.md for these results."""
     options, checks, counts = results["options"], results["checks"], results["counts"]
     rss, fds = checks["RSS flat after warm-up"], checks["open descriptors flat after warm-up"]
     lost = checks["no lost acknowledged event"]
+    loads = [s["load"] for s in results["samples"] if s.get("load") is not None]
+    load = f"{min(loads):.1f} to {max(loads):.1f}" if loads else ""
+    cores = os.cpu_count() or "?"
     lines = [
         "## Soak",
         "",
@@ -91,9 +105,10 @@ def markdown(results: dict[str, Any], image: str | None) -> str:
         "| --- | ---: |",
         f"| server RSS after warm-up → end | {_mib(rss.get('after_warmup'))} → {_mib(rss.get('end'))} "
         f"({change['rss']}) |",
-        f"| open descriptors after warm-up → end | {fds.get('after_warmup', '?')} → {fds.get('end', '?')} "
-        f"({change['fds']}) |",
-        f"| event-loop lag p99, worst minute after warm-up | {results['lag_p99_ms_max_after_warmup']} ms |",
+        f"| open descriptors after warm-up → end | {_count(fds.get('after_warmup'))} → "
+        f"{_count(fds.get('end'))} ({change['fds']}) |",
+        f"| event-loop lag p99, worst minute after warm-up | {_ms(results['lag_p99_ms_max_after_warmup'])} |",
+        *([f"| machine load average (1 min) during the run, on {cores} cores | {load} |"] if loads else []),
         f"| acknowledged requests (all found in the log) | {lost['acked']:,} |",
         f"| events stored | {lost['events_stored']:,} |",
         f"| lost acknowledged events | {lost['lost']} |",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import os
 import random
 import resource
 import statistics
@@ -68,6 +69,7 @@ class Sample:
     connections: int | None
     acks: int
     errors: int  # client-side protocol errors plus server error lines, so far
+    load: float  # the machine's 1-minute load average: loop lag includes waiting for a core
 
 
 def _raise_fd_limit() -> None:
@@ -145,7 +147,7 @@ def verify(data: Path, acks: list[tuple[str, int, str, str, str]], rooms: list[s
 def _flat(samples: list[Sample], key: str, start: float, end: float, window: float) -> dict[str, Any]:
     """The median of ``key`` just after the warm-up and at the end, and their relative change."""
     first = [getattr(s, key) for s in samples if start <= s.t <= start + window and getattr(s, key)]
-    last = [getattr(s, key) for s in samples if end - window <= s.t and getattr(s, key)]
+    last = [getattr(s, key) for s in samples if end - window <= s.t <= end and getattr(s, key)]
     if not first or not last:
         return {"ok": None, "reason": "no samples (the server's process is unknown)"}
     before, after = statistics.median(first), statistics.median(last)
@@ -259,6 +261,7 @@ async def _sample(
         connections=connections,
         acks=tally.counts["acks"],
         errors=sum(tally.errors.values()) + server_errors,
+        load=round(os.getloadavg()[0], 2),
     )
 
 
@@ -273,7 +276,7 @@ def _line(sample: Sample, tally: Tally, last: Counter[str]) -> str:
     )
     return (
         f"{sample.t / 60:5.1f} min: RSS {rss}, fds {sample.fds}, loop lag p99 {lag}, "
-        f"connections {sample.connections}, acks {acks:,}, errors {errors} ({extra})"
+        f"connections {sample.connections}, acks {acks:,}, errors {errors} ({extra}), load {sample.load}"
     )
 
 
