@@ -291,10 +291,11 @@ def _results(
     exit_code: int | None,
 ) -> dict[str, Any]:
     end = samples[-2].t if len(samples) > 1 else options.seconds  # the last sample under load
-    window = max(
-        3 * (samples[1].t - samples[0].t) if len(samples) > 1 else 5.0, min(60.0, options.seconds / 10)
-    )
     warm = options.warmup_seconds
+    # Medians over a minute at each end (a quarter of the measured time in a short run), so that a few
+    # sockets reconnecting at the moment of one sample do not count as growth.
+    step = samples[1].t - samples[0].t if len(samples) > 1 else 5.0
+    window = max(3 * step, min(60.0, (options.seconds - warm) / 4))
     internal = tally.errors["error internal"] + server_errors
     checks = {
         "no lost acknowledged event": {
