@@ -17,9 +17,9 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    # The last sample is taken after the clients stopped: it shows the sockets closing, not the run.
+    # Samples at the deadline and after it show the clients closing their sockets, not the run.
     deadline = results["options"]["minutes"] * 60
-    samples = [s for s in results["samples"] if s["t"] <= deadline + 1]
+    samples = [s for s in results["samples"] if s["t"] < deadline - 0.5]
     minutes = [s["t"] / 60 for s in samples]
     warm = results["warmup_seconds"] / 60
     fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), sharex=True)

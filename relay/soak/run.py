@@ -290,7 +290,9 @@ def _results(
     server_errors: int,
     exit_code: int | None,
 ) -> dict[str, Any]:
-    end = samples[-2].t if len(samples) > 1 else options.seconds  # the last sample under load
+    # The last sample under load: those at the deadline and after it see the clients closing their sockets.
+    under = [s.t for s in samples if s.t < options.seconds - 0.5]
+    end = under[-1] if under else options.seconds
     warm = options.warmup_seconds
     # Medians over a minute at each end (a quarter of the measured time in a short run), so that a few
     # sockets reconnecting at the moment of one sample do not count as growth.
