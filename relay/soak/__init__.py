@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 from pathlib import Path
+from typing import Any
 
 from relay.soak.report import markdown, plot
 from relay.soak.run import Options, soak
@@ -31,10 +33,21 @@ def soak_command(args: argparse.Namespace) -> int:
         report_every=args.report_every,
         seed=args.seed,
     )
+
+    async def main() -> dict[str, Any]:
+        # SIGTERM (and Ctrl-C) cancel the run, so the server it started is stopped and its folder removed.
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await soak(options, say=lambda line: print(line, flush=True))
+
     try:
-        results = asyncio.run(soak(options, say=lambda line: print(line, flush=True)))
+        results = asyncio.run(main())
     except (RuntimeError, ValueError, OSError) as exc:
         print(f"tablerelay: the soak could not run: {exc}", flush=True)
+        return 1
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        print("tablerelay: the soak was stopped before its end; nothing was checked.", flush=True)
         return 1
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")

@@ -140,8 +140,16 @@ def verify(data: Path, acks: list[tuple[str, int, str, str, str]], rooms: list[s
         elif kind != "reveal" and (record.get("request") != rid or record["actor"]["id"] != actor):
             lost.append(f"{room} seq {seq} holds another request than {rid}")
     events = sum(len(r) for r in stored.values())
+    # A roll retried after a reconnect must not be stored twice: one (participant, request id), one roll.
+    rolls = Counter(
+        (room, r["actor"]["id"], r.get("request"))
+        for room, records in stored.items()
+        for r in records.values()
+        if r["kind"] == "roll"
+    )
+    twice = sum(1 for n in rolls.values() if n > 1)
     return {"acked": len(acks), "lost": len(lost), "lost_examples": lost[:10], "rooms_with_gaps": gaps,
-            "events_stored": events}  # fmt: skip
+            "events_stored": events, "rolls_stored_twice": twice}  # fmt: skip
 
 
 def _flat(samples: list[Sample], key: str, start: float, end: float, window: float) -> dict[str, Any]:
@@ -303,6 +311,10 @@ def _results(
         "no lost acknowledged event": {
             "ok": verified["lost"] == 0 and not verified["rooms_with_gaps"],
             **verified,
+        },
+        "no roll stored twice": {
+            "ok": verified["rolls_stored_twice"] == 0,
+            "rolls_stored_twice": verified["rolls_stored_twice"],
         },
         "no internal error": {
             "ok": internal == 0,
