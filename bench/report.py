@@ -19,6 +19,9 @@ from bench.harness import ROOT
 DOC = ROOT / "docs" / "benchmarks.md"
 IMAGES = ROOT / "docs" / "images"
 CHANGES = Path(__file__).with_name("changes.md")  # the record of speed work, written by hand
+# The last soak run's section, written by `tablerelay soak --markdown bench/soak.md` (docs/hardening.md);
+# a soak takes ten minutes, so the suite includes its recorded result rather than running one.
+SOAK = Path(__file__).with_name("soak.md")
 LABELS = {"relay": "tablerelay", "bare": "bare websockets", "socketio": "python-socketio"}
 COLORS = {"relay": "#2b6cb0", "bare": "#718096", "socketio": "#dd6b20"}
 
@@ -1229,6 +1232,7 @@ harness's locked npm packages. It is not part of the test suite and makes no tim
             machine_section(results),
             method_section(results),
             *parts,
+            *([SOAK.read_text().rstrip() + "\n"] if SOAK.exists() else []),
             CHANGES.read_text().rstrip() + "\n",
             failed,
         ]

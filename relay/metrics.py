@@ -41,6 +41,12 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
+        self.loop_lag = Histogram(
+            "tablerelay_event_loop_lag_seconds",
+            "How late the event loop ran a timer due every 100 ms: the wait every socket shares.",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
+        )
         self.batch = Histogram(
             "tablerelay_append_batch_size",
             "Appends committed per SQLite transaction.",

@@ -125,7 +125,9 @@ class Room:
         self.committed = state
         self.pending = state.copy()
         self.generation = 0
-        self.inflight: dict[int, Pending] = {}  # by last seq
+        # Appends handed to the log and not yet settled, in order. Keyed by identity, not by seq: after a
+        # failure, an append it doomed and a new one ending at the same seq are in flight together.
+        self.inflight: dict[Pending, None] = {}
         self.sockets: dict[str, int] = {}  # participant id -> connected sockets
         self.recent: deque[Mapping[str, Any]] = deque(maxlen=limits.history)  # stored, in seq order
         self._resolve: Resolver = resolve if resolve is not None else rules.resolve
@@ -163,15 +165,17 @@ class Room:
         if ack is not None:
             pending.ack_seq = records[0]["seq"]
             pending.acks.append(ack)
-        self.inflight[pending.last] = pending
+        self.inflight[pending] = None
         return pending
 
     def _ack_later(self, seq: int, session: Session, request_id: str) -> list[Action]:
         """Ack ``seq`` now when it is stored, else when the append holding it commits."""
         if seq <= self.committed.seq:
             return [Send(session, {"t": "ack", "id": request_id, "seq": seq})]
-        for pending in self.inflight.values():
-            if pending.expected < seq <= pending.last:
+        for pending in self.inflight:
+            # ``seq`` came from ``pending`` state, which only the current generation's appends built; an
+            # older append covering the same seq is void and will fail.
+            if pending.generation == self.generation and pending.expected < seq <= pending.last:
                 pending.acks.append((session, request_id))
                 return []
         raise AssertionError(f"seq {seq} is neither committed nor in flight")
@@ -386,7 +390,7 @@ class Room:
 
     def committed_append(self, pending: Pending) -> list[Action]:
         """``pending`` is stored: fold it into ``committed``, ack its requesters, broadcast its records."""
-        self.inflight.pop(pending.last, None)
+        self.inflight.pop(pending, None)
         actions: list[Action] = []
         if pending.ack_seq is not None:
             for session, request_id in pending.acks:
@@ -399,7 +403,7 @@ class Room:
 
     def failed_append(self, pending: Pending, conflict: bool) -> list[Action]:
         """``pending`` was not stored: answer its requesters and, once per failure, rebuild ``pending``."""
-        self.inflight.pop(pending.last, None)
+        self.inflight.pop(pending, None)
         if pending.generation == self.generation:
             # Everything applied after the committed state is void; queued appends behind this one will
             # fail their expected-seq check and be answered here too (with an older generation).

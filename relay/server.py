@@ -35,6 +35,7 @@ from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
 from relay.logs import REQUEST, get_logger
+from relay.looplag import LoopLag
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
 from relay.ratelimit import TokenBucket
@@ -152,6 +153,7 @@ class Relay:
         # Where people reach this server: the base of every absolute link it serves. ``run`` sets it again
         # once the socket is bound (with --port 0 only the socket knows the port).
         self.public_base = public.public_base(config, (config.host, config.port))
+        self.lag = LoopLag(observe=self.metrics.loop_lag.observe)
 
     # -- rooms -------------------------------------------------------------------------------------------
 
@@ -566,6 +568,7 @@ class Relay:
                     "rooms": len(self.rooms),
                     "connections": len(self.connections),
                     "uptime": round(time.time() - self.started, 3),
+                    "loop_lag": self.lag.summary(),
                 }
             ).encode()
             return _response(200, body, "application/json")
@@ -778,7 +781,11 @@ async def run(
             )
             if on_ready is not None:
                 on_ready(server, relay)
-            await stop.wait()
+            lag = asyncio.get_running_loop().create_task(relay.lag.run())
+            try:
+                await stop.wait()
+            finally:
+                lag.cancel()
             logger.info("stopping", connections=len(relay.connections))
             await relay.shutdown(server)
         await relay.drain()

@@ -11,7 +11,9 @@ from tests.packaging.wheel import Dist, Installed, build, install
 
 settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=100)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# A long run of the property and state-machine tests (docs/hardening.md): HYPOTHESIS_PROFILE=long pytest …
+settings.register_profile("long", deadline=None, max_examples=5000, stateful_step_count=100)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -584,3 +584,25 @@ def test_a_loaded_room_remembers_only_records_that_end_at_its_state() -> None:
     assert restarted.room.recent_between(0, 2) is None
     restarted.room.remember(table.stored)
     assert restarted.room.recent_between(0, 2) == table.stored
+
+
+def test_a_retry_after_a_failed_append_is_acked_when_its_new_roll_commits() -> None:
+    """Found by the state machine (test_room_stateful.py): an append doomed by an earlier failure and a new
+    append ending at the same seq were both in flight; refusing the doomed one forgot the new one, and a
+    retry of the new roll then failed with an internal error instead of waiting for its ack."""
+    table = Table(auto_commit=False)
+    p1 = table.join("player", name="Ana")
+    table.commit()
+    table.join("gm", sub="gm-1")  # seq 2, in flight
+    table.send(p1, roll("r1"))  # seq 3, in flight behind it
+    table.fail_next()  # the GM's join is not stored: the roll behind it is void
+    table.join("gm", sub="gm-2")  # seq 2 again
+    table.send(p1, roll("r1"))  # the client retries: a new roll at seq 3, the void one still in flight
+    void = table.queue.pop(0)
+    assert void.last == 3
+    table.execute(table.room.failed_append(void, conflict=True))  # the log refuses the void roll
+    assert table.send(p1, roll("r1")) == [], "a retry while the new roll is in flight waits for its ack"
+    table.commit()
+    acks = [f for f in table.replies(p1) if f["t"] == "ack"]
+    assert acks == [{"t": "ack", "id": "r1", "seq": 3}] * 2
+    assert [r["kind"] for r in table.stored] == ["join", "join", "roll"]

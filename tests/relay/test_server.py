@@ -218,7 +218,9 @@ async def test_http_endpoints(server: Running) -> None:
     head, _, body = response.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     assert b"application/json" in head
-    assert json.loads(body)["status"] == "ok"
+    status = json.loads(body)
+    assert status["status"] == "ok"
+    assert set(status["loop_lag"]) == {"p50_ms", "p99_ms", "max_ms", "samples"}
 
 
 async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path: Path) -> None:
