@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
+from tests.browser.conftest import CHROMIUM
 from tests.browser.relay_process import ROOT, Relay, WireClient, running_relay
 from tests.roll20.fake_server import FakeRoll20, serving
 
-CHROMIUM = "/usr/bin/chromium"
 ROLL20 = ROOT / "clients" / "roll20"
 ARTIFACTS = ROOT / "test-artifacts" / "roll20"
 # The stand-in page is served from 127.0.0.1; the test build adds it to the bridge's matches.
