@@ -297,6 +297,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 f" {r['rolls_per_second']:>7,.0f} rolls/s  p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms"
                 f"  server {r['server_cpu_us_per_roll']:.0f} µs/roll  load {loadavg()}"
             )
+            _say(f"{'':>16} server CPU µs per roll by thread: {r['cpu_us_per_roll_by']}")
         return rows
 
     async def do_growth() -> dict[str, Any]:

@@ -15,6 +15,8 @@ the event, and the server's CPU per roll (the relay's signing process counts as 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import random
 import time
 from collections import Counter
@@ -23,7 +25,7 @@ from typing import Any
 
 from bench import servers
 from bench.fanout import cpu_of, open_room_clients
-from bench.harness import BenchError, Clients, children, close_all, gather_expect
+from bench.harness import BenchError, Clients, children, close_all, cpu_seconds, gather_expect
 from bench.latency import percentile
 from bench.profile import Sampler
 from bench.servers import Calibration
@@ -52,10 +54,12 @@ async def run_once(
     await gather_expect(receivers, "armed", 30)
     pids = {"server": [server_pid, *children(server_pid)], "receivers": [g.proc.pid for g in receivers]}
     before = cpu_of(pids)
+    split0 = _split(server_pid)
     driver.send(cmd="window", rooms=picks, window=window, timeout=120)
     sent = await driver.expect("window", 150)
     done = await gather_expect(receivers, "done", 150)
     after = cpu_of(pids)
+    split1 = _split(server_pid)
     received = sum(d["received"] for d in done)
     expected = sum(d["expected"] for d in done)
     elapsed = (max(d["last"] for d in done) - sent["t0"]) / 1000
@@ -78,9 +82,31 @@ async def run_once(
         "server_cpu_us_per_roll": 1e6 * cpu["server"] / rolls,
         "receiver_cpu_us_per_delivery": 1e6 * cpu["receivers"] / max(1, received),
         "server_busy": cpu["server"] / elapsed if elapsed > 0 else 0.0,
+        # Where the server's CPU per roll went: by thread name, and its child processes.
+        "cpu_us_per_roll_by": {
+            k: round(1e6 * (v - split0.get(k, 0.0)) / rolls, 1)
+            for k, v in split1.items()
+            if v > split0.get(k, 0.0)
+        },
         "errors": sent.get("errors") or {},
         "latencies_ms": latencies,
     }
+
+
+def _split(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the server's main thread (the event loop), of its other threads (the relay's
+    SQLite writer and readers) and of its child processes (the relay's signing process)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            name = "event loop thread" if int(task.name) == pid else "other threads"
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    for child in children(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            out["child processes"] = out.get("child processes", 0.0) + cpu_seconds(child)
+    return out
 
 
 def _latencies(sends: list[list[Any]], done: list[dict[str, Any]]) -> list[float]:
@@ -178,6 +204,7 @@ async def measure(
                 "p99_ms": percentile(pooled, 99),
                 "server_cpu_us_per_roll": min(r["server_cpu_us_per_roll"] for r in complete),
                 "server_busy": best["server_busy"],
+                "cpu_us_per_roll_by": best["cpu_us_per_roll_by"],
                 "receiver_cpu_us_per_delivery": best["receiver_cpu_us_per_delivery"],
                 "runs": [_brief(r) for r in done],
                 "wall_seconds": round(time.monotonic() - started, 1),
