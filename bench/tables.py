@@ -146,7 +146,15 @@ async def measure(
     profiles: dict[str, Any] = {}
     try:
         for kind in kinds:
-            server = await servers.start(kind, run_dir, calibration, f"tables-{rooms}x{per_room}")
+            # Variants of the relay, for experiments: "relay-unsigned" (signing off), "relay-uvloop".
+            server = await servers.start(
+                kind.split("-")[0],
+                run_dir,
+                calibration,
+                f"tables-{kind}-{rooms}x{per_room}",
+                signing=kind != "relay-unsigned",
+                uvloop=kind == "relay-uvloop",
+            )
             try:
                 driver, receivers = await open_room_clients(
                     server,
