@@ -154,6 +154,8 @@ class SignerProcess:
     def _received(self, data: bytes) -> None:
         buffer = self._buffer + data if self._buffer else data
         at = 0
+        answered: list[tuple[Answer, list[bytes]]] = []
+        current: list[tuple[int, Answer]] = []  # popped, not yet parsed
         try:
             while len(buffer) - at >= COUNT.size:
                 (count,) = COUNT.unpack_from(buffer, at)
@@ -162,19 +164,31 @@ class SignerProcess:
                     break
                 if not self._waiting:
                     raise SignerGone("the signing process answered a request never made")
-                expected, calls = self._waiting.popleft()
+                expected, current = self._waiting.popleft()
                 if expected != count:
                     raise SignerGone(f"the signing process answered {count} signatures for {expected}")
                 at += COUNT.size
-                for n, answer in calls:
+                for n, answer in current:
                     stop = at + n * SIGNATURE
-                    answer([buffer[i : i + SIGNATURE] for i in range(at, stop, SIGNATURE)])
+                    answered.append((answer, [buffer[i : i + SIGNATURE] for i in range(at, stop, SIGNATURE)]))
                     at = stop
+                current = []
         except Exception as exc:  # the child misbehaved: sign in this process from now on
+            unanswered = [answer for answer, _ in answered] + [answer for _, answer in current]
+            answered.clear()
             self._buffer = b""
             self._lost(exc)
             self.process.kill()
+            for answer in unanswered:
+                answer(None)
             return
+        finally:
+            # Outside the parsing: a failing caller must not be taken for a misbehaving child.
+            for answer, signatures in answered:
+                try:
+                    answer(signatures)
+                except Exception:
+                    logger.exception("signature_answer_failed")
         self._buffer = buffer[at:]
 
     def _lost(self, exc: BaseException | None) -> None:
