@@ -239,35 +239,17 @@ class Forms:
         signer: SignerProcess | None,
         wait: float = SIGNER_WAIT,
     ) -> asyncio.Future[None] | None:
-        """``prepare_then`` as a future: done once the forms are kept here, or after ``wait`` seconds."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here,
+        or after ``wait`` seconds at most.
 
-        def finish() -> None:
-            if not done.done():
-                done.set_result(None)
-
-        return done if self.prepare_then(records, state, signer, finish, wait) else None
-
-    def prepare_then(
-        self,
-        records: Sequence[Mapping[str, Any]],
-        state: RoomState,
-        signer: SignerProcess | None,
-        then: Callable[[], None],
-        wait: float = SIGNER_WAIT,
-    ) -> bool:
-        """Have ``signer`` sign the forms ``records`` will be broadcast in; ``then`` is called once they
-        are kept here, or after ``wait`` seconds at most, whichever comes first, and only once.
-
-        Every record has its full form; a hidden roll also its sealed placeholder. False (and ``then``
-        never called) when there is nothing to wait for (signing is off, or the signing process is
-        gone). Whatever is not signed when the wait ends, ``frame`` signs itself: a signing process
-        starved of CPU on a busy machine delays events by ``wait`` at most, never by however long the
-        scheduler keeps it waiting.
+        Every record has its full form; a hidden roll also its sealed placeholder. None when there is
+        nothing to wait for (signing is off, or the signing process is gone). Whatever is not signed when
+        the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy machine delays
+        events by ``wait`` at most, never by however long the scheduler keeps it waiting.
         """
         keyring = self.keyring
         if keyring is None or signer is None or not signer.alive or not records:
-            return False
+            return None
         room_id = self.room_id
         jobs: list[tuple[tuple[int, str], dict[str, Any], bytes]] = []
         for record in records:
@@ -276,24 +258,24 @@ class Forms:
                 base = render(record, form, state)
                 jobs.append(((seq, form), base, signed_bytes(base, room_id)))
         reveals = state.reveals
-        called = False
+        signing = signer.sign([message for _, _, message in jobs])
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
 
         def finish() -> None:
-            nonlocal called
-            if not called:
-                called = True
-                then()
+            if not done.done():
+                done.set_result(None)
 
-        def keep(signatures: list[bytes] | None) -> None:
-            if signatures is not None:
-                for (key, base, _), sig in zip(jobs, signatures, strict=True):
+        def keep(signed: asyncio.Future[list[bytes]]) -> None:
+            if not signed.cancelled() and signed.exception() is None:
+                for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
                     self._keep(key, reveals, base, sig)  # late ones too: a welcome may still use them
             timer.cancel()
             finish()
 
-        timer = asyncio.get_running_loop().call_later(wait, finish)
-        signer.sign_then([message for _, _, message in jobs], keep)
-        return True
+        timer = loop.call_later(wait, finish)
+        signing.add_done_callback(keep)
+        return done
 
 
 class Renderer:

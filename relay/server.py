@@ -103,18 +103,8 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
-    # Committed groups in seq order, each broadcast once it and every group before it are signed.
-    signing: deque[_Group] = field(default_factory=deque)
-
-
-class _Group:
-    """Events one commit settled for a room; ``ready`` once their forms are signed (or the wait ended)."""
-
-    __slots__ = ("ready", "records")
-
-    def __init__(self, records: list[dict[str, Any]]) -> None:
-        self.records = records
-        self.ready = False
+    # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
+    signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
 
 
 class Relay:
@@ -306,9 +296,6 @@ class Relay:
         for handle in rooms:
             records, handle.outgoing = handle.outgoing, []
             self._sign_then_broadcast(handle, records)
-        if rooms and self.signer is not None:
-            # Every room of this iteration asked: the request leaves now, not an iteration later.
-            self.signer.flush()
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
@@ -318,32 +305,32 @@ class Relay:
 
     def _sign_then_broadcast(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
         """Broadcast ``records`` once their forms are signed, after the groups committed before them."""
-        group = _Group(records)
-        handle.signing.append(group)
-        waiting = False
+        signed = None
+        try:
+            signed = handle.forms.prepare(records, handle.room.committed, self.signer)
+        except Exception:
+            # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
+            logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
+        handle.signing.append((records, signed))
+        if signed is None:
+            self._release(handle)
+            return
         self._signing += 1
         self._signed.clear()
 
-        def finished() -> None:
-            group.ready = True
+        def finished(_: asyncio.Future[None]) -> None:
             self._signing -= 1
             if not self._signing:
                 self._signed.set()
             self._release(handle)
 
-        try:
-            waiting = handle.forms.prepare_then(records, handle.room.committed, self.signer, finished)
-        except Exception:
-            # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
-            logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
-        if not waiting:
-            finished()
+        signed.add_done_callback(finished)
 
     def _release(self, handle: RoomHandle) -> None:
         """Broadcast the room's groups whose signing is done, oldest first."""
         queue = handle.signing
-        while queue and queue[0].ready:
-            records = queue.popleft().records
+        while queue and (queue[0][1] is None or queue[0][1].done()):
+            records, _ = queue.popleft()
             try:
                 fanout.broadcast(
                     records, handle.subscribers, handle.room.committed, handle.forms, self._overflow

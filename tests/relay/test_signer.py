@@ -75,23 +75,3 @@ async def test_a_dead_process_is_noticed_and_nothing_waits_for_it() -> None:
     stored = records()
     assert Forms("room", KEYRING, capacity=100).prepare(stored, fold(stored), signer) is None
     await signer.close()
-
-
-async def test_one_request_serves_every_caller_of_an_iteration_and_a_failing_caller_ends_nothing() -> None:
-    signer = await SignerProcess.start(KEYRING.private)
-    try:
-
-        def failing(_: list[bytes] | None) -> None:
-            raise RuntimeError("a caller's own bug")
-
-        signer.sign_then([b"first"], failing)
-        second = signer.sign([b"second", b"third"])
-        signatures = await asyncio.wait_for(second, 5)
-        public = KEYRING.private.public_key()
-        public.verify(signatures[0], b"second")  # raises if the signature is not of these bytes
-        public.verify(signatures[1], b"third")
-        assert signer.alive, "a caller that raised is not a misbehaving signing process"
-        later = await asyncio.wait_for(signer.sign([b"fourth"]), 5)
-        public.verify(later[0], b"fourth")
-    finally:
-        await signer.close()
