@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import appends, fanout, growth, latency, memory, report, servers
+from bench import appends, fanout, growth, latency, memory, report, servers, tables
 from bench.harness import ROOT
 from bench.machine import describe, loadavg
 
-SECTIONS = ("fanout", "latency", "memory", "appends", "growth", "signing", "dice")
+SECTIONS = ("fanout", "latency", "memory", "appends", "tables", "growth", "signing", "dice")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -58,6 +58,11 @@ class Sizes:
     chain_divisor: int  # one-at-a-time runs send events // chain_divisor rolls
     profile_members: int
     signing_rounds: int  # signing on, then off, this many times; the best of each counts
+    tables_rooms: int  # many tables: rooms of tables_per_room members, rolls to random rooms
+    tables_per_room: int
+    tables_rolls: int  # per run
+    tables_window: int  # rolls in flight
+    tables_rounds: int  # runs per server, taking turns
 
 
 FULL = Sizes(
@@ -82,6 +87,11 @@ FULL = Sizes(
     chain_divisor=4,
     profile_members=1000,
     signing_rounds=3,
+    tables_rooms=1000,
+    tables_per_room=6,
+    tables_rolls=6000,
+    tables_window=32,
+    tables_rounds=3,
 )
 
 QUICK = Sizes(
@@ -106,6 +116,11 @@ QUICK = Sizes(
     chain_divisor=4,
     profile_members=1000,
     signing_rounds=1,
+    tables_rooms=1000,
+    tables_per_room=6,
+    tables_rolls=3000,
+    tables_window=32,
+    tables_rounds=2,
 )
 
 
@@ -260,6 +275,31 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
             results["profiles"]["appends"] = {"scenario": _scenario(r), **r.pop("profile", {})}
         return out
 
+    async def do_tables() -> list[dict[str, Any]]:
+        rows = await tables.measure(
+            ("relay", "bare"),
+            run_dir,
+            calibration,
+            rooms=sizes.tables_rooms,
+            per_room=sizes.tables_per_room,
+            rolls=sizes.tables_rolls,
+            window=sizes.tables_window,
+            rounds=sizes.tables_rounds,
+            profile=run_dir / "profile-tables.raw" if profile else None,
+        )
+        for r in rows:
+            summary = r.pop("profile", None)
+            if summary:
+                results["profiles"]["tables"] = {"scenario": _scenario(r), **summary}
+            _say(
+                f"{servers.LABELS[r['kind']]:>16} {r['rooms']}×{r['per_room']} {r['rate']:>9,.0f}"
+                f" deliveries/s"
+                f" {r['rolls_per_second']:>7,.0f} rolls/s  p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms"
+                f"  server {r['server_cpu_us_per_roll']:.0f} µs/roll  load {loadavg()}"
+            )
+            _say(f"{'':>16} server CPU µs per roll by thread: {r['cpu_us_per_roll_by']}")
+        return rows
+
     async def do_growth() -> dict[str, Any]:
         known = results["sections"].get("fanout") or []
         kinds = sizes.growth_kinds
@@ -338,6 +378,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     await section("latency", do_latency)
     await section("memory", do_memory)
     await section("appends", do_appends)
+    await section("tables", do_tables)
     await section("growth", do_growth)
     await section("signing", do_signing)
     await section("dice", do_dice)

@@ -49,7 +49,13 @@ def events_for(members: int, deliveries: int, floor: int = 10) -> int:
 
 
 async def open_room_clients(
-    server: Server, run_dir: Path, tag: str, rooms: int, per_room: int, procs: int | None = None
+    server: Server,
+    run_dir: Path,
+    tag: str,
+    rooms: int,
+    per_room: int,
+    procs: int | None = None,
+    receive_options: dict[str, Any] | None = None,
 ) -> tuple[Clients, list[Clients]]:
     """A driver (one socket per room) and the receivers (``per_room`` sockets in each room)."""
     made = server.add_rooms(rooms)
@@ -72,7 +78,9 @@ async def open_room_clients(
         for i, chunk in enumerate(chunks):
             groups.append(
                 await start_clients(
-                    f"{tag}-recv{i}", run_dir, {"role": "receive", "kind": server.kind, "targets": chunk}
+                    f"{tag}-recv{i}",
+                    run_dir,
+                    {"role": "receive", "kind": server.kind, "targets": chunk, **(receive_options or {})},
                 )
             )
         await gather_expect(groups[1:], "ready", 180)

@@ -204,11 +204,17 @@ class Clients:
 async def start_clients(name: str, run_dir: Path, config: dict[str, Any]) -> Clients:
     stderr = run_dir / f"{name}.stderr"
     stderr.parent.mkdir(parents=True, exist_ok=True)
+    argument = json.dumps(config)
+    if len(argument) > 100_000:
+        # An argument holds at most 128 KiB (Linux's MAX_ARG_STRLEN): a thousand rooms' tokens go in a file.
+        path = run_dir / f"{name}.config.json"
+        path.write_text(argument)
+        argument = "@" + str(path)
     with stderr.open("wb") as err:
         proc = await asyncio.create_subprocess_exec(
             "node",
             str(HARNESS),
-            json.dumps(config),
+            argument,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=err,

@@ -6,9 +6,10 @@ stalls both (a forced switch waits up to the 5 ms switch interval). A child proc
 core instead, and the loop only writes the messages to a pipe and reads the signatures back, once per
 group of events committed together.
 
-The pipe protocol: the parent first writes the 32-byte private key; then each request is a count and
-that many length-prefixed messages, and each answer is the count and that many 64-byte signatures, in
-request order. The key travels over the pipe, never in the command line or the environment.
+The pipe protocol: the parent first writes the 32-byte private key; then each request (one per loop
+iteration, holding every ``sign`` call made in it) is a count and that many length-prefixed messages,
+and each answer is the count and that many 64-byte signatures, in request order. The key travels over
+the pipe, never in the command line or the environment.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ class SignerProcess:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
-        self._waiting: deque[tuple[int, asyncio.Future[list[bytes]]]] = deque()
-        self._unsent: list[bytes] = []  # requests of this loop iteration, written together
+        # Requests written and not yet answered: per request, its message count and the futures it
+        # carries (every ``sign`` call of one loop iteration), in order.
+        self._waiting: deque[tuple[int, list[tuple[int, asyncio.Future[list[bytes]]]]]] = deque()
+        self._calls: list[tuple[int, asyncio.Future[list[bytes]]]] = []  # this iteration's, not yet sent
+        self._unsent: list[bytes] = []  # their messages, each with its length prefix
         self._reader = asyncio.get_running_loop().create_task(self._read())
         self.alive = True
 
@@ -66,21 +70,28 @@ class SignerProcess:
         if not self.alive or stdin is None or stdin.is_closing():
             future.set_exception(SignerGone("the signing process has ended"))
             return future
-        if not self._unsent:
-            # One write per loop iteration, whatever the number of rooms that committed in it: every
-            # write to the pipe wakes the child, which costs the loop more than the bytes do.
+        if not self._calls:
+            # One request per loop iteration, whatever the number of rooms that committed in it: every
+            # write to the pipe wakes the child, and every answer wakes the loop, which costs more than
+            # the bytes do (with a thousand small tables, each iteration commits rolls of dozens of rooms).
             asyncio.get_running_loop().call_soon(self._send)
-        self._unsent.append(COUNT.pack(len(messages)))
+        self._calls.append((len(messages), future))
         for message in messages:
             self._unsent += (COUNT.pack(len(message)), message)
-        self._waiting.append((len(messages), future))
         return future
 
     def _send(self) -> None:
+        calls, self._calls = self._calls, []
         unsent, self._unsent = self._unsent, []
+        count = sum(n for n, _ in calls)
         stdin = self.process.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(b"".join(unsent))
+        if not self.alive or stdin is None or stdin.is_closing():
+            for _, future in calls:
+                if not future.done():
+                    future.set_exception(SignerGone("the signing process has ended"))
+            return
+        self._waiting.append((count, calls))
+        stdin.write(COUNT.pack(count) + b"".join(unsent))
 
     async def _read(self) -> None:
         stdout = self.process.stdout
@@ -89,11 +100,15 @@ class SignerProcess:
             while True:
                 (count,) = COUNT.unpack(await stdout.readexactly(COUNT.size))
                 data = await stdout.readexactly(count * SIGNATURE)
-                expected, future = self._waiting.popleft()
+                expected, calls = self._waiting.popleft()
                 if expected != count:
                     raise SignerGone(f"the signing process answered {count} signatures for {expected}")
-                if not future.done():
-                    future.set_result([data[i : i + SIGNATURE] for i in range(0, len(data), SIGNATURE)])
+                at = 0
+                for n, future in calls:
+                    end = at + n * SIGNATURE
+                    if not future.done():
+                        future.set_result([data[i : i + SIGNATURE] for i in range(at, end, SIGNATURE)])
+                    at = end
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the child ended or misbehaved: sign in this process from now on
@@ -102,9 +117,10 @@ class SignerProcess:
         finally:
             self.alive = False
             while self._waiting:
-                _, future = self._waiting.popleft()
-                if not future.done():
-                    future.set_exception(SignerGone("the signing process has ended"))
+                _, calls = self._waiting.popleft()
+                for _, future in calls:
+                    if not future.done():
+                        future.set_exception(SignerGone("the signing process has ended"))
 
     async def close(self) -> None:
         self.alive = False

@@ -23,8 +23,11 @@ import { io } from "socket.io-client";
 import WebSocket from "ws";
 import { connect as tcpConnect } from "node:net";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 
-const config = JSON.parse(process.argv[2]);
+// A large configuration (a thousand rooms' tokens) comes as "@path": one argument holds at most 128 KiB.
+const argument = process.argv[2];
+const config = JSON.parse(argument.startsWith("@") ? readFileSync(argument.slice(1), "utf8") : argument);
 const kind = config.kind; // relay | bare | socketio
 const SMALL = 100; // acks and errors are shorter than any event frame
 
@@ -243,13 +246,16 @@ async function receive() {
         open(
           target,
           (data) => {
+            // "decode": every frame is decoded, as a real client does (the many-tables shape asks it of
+            // both servers alike); otherwise only tracked runs decode, for the seq.
+            const frame = track || config.decode ? (kind === "socketio" ? data : decode(data)) : null;
             if (!armed) return;
             const at = now();
             if (first === 0) first = at;
             last = at;
             counts[index]++;
             if (track) {
-              const seq = kind === "socketio" ? data.seq : decode(data).seq;
+              const seq = frame.seq;
               lastBySeq[t].set(seq, at);
             }
             total++;
@@ -286,7 +292,8 @@ async function receive() {
   commands((cmd) => {
     if (cmd.cmd === "go") {
       expect = cmd.expect;
-      goal = expect * conns.length;
+      // With rolls spread unevenly over rooms ("window"), the orchestrator gives the total itself.
+      goal = cmd.goal ?? expect * conns.length;
       total = 0;
       first = 0;
       last = 0;
@@ -417,6 +424,33 @@ async function driver() {
       chainNext = null;
       const ok = await waitAcks(before + cmd.n * conns.length, 30000);
       emit({ ev: "chain", t0, t_sent: now(), acked: acked - before, complete: ok, t_acked: lastAck, errors });
+    } else if (cmd.cmd === "window") {
+      // Many tables: cmd.rooms lists the target of each roll (rooms chosen at random by the
+      // orchestrator); cmd.window rolls are in flight at once, and the next leaves when an event reaches
+      // the driver (it is a member of every room), whichever room it came from.
+      sends.length = 0;
+      const before = acked;
+      const order = cmd.rooms;
+      let sentCount = 0;
+      let arrived = 0;
+      const t0 = now();
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, (cmd.timeout || 60) * 1000);
+        chainNext = () => {
+          arrived++;
+          if (sentCount < order.length) sendOne(order[sentCount++]);
+          else if (arrived >= order.length) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        while (sentCount < Math.min(cmd.window, order.length)) sendOne(order[sentCount++]);
+      });
+      chainNext = null;
+      const tSent = now();
+      const ok = await waitAcks(before + order.length, 30000);
+      const rows = sends.map(([t, seq, id, at]) => [t, seq === null ? ackSeq.get(id) ?? null : seq, at]);
+      emit({ ev: "window", t0, t_sent: tSent, acked: acked - before, complete: ok, t_acked: lastAck, sends: rows, errors });
     } else if (cmd.cmd === "paced") {
       sends.length = 0;
       const before = acked;
