@@ -14,7 +14,15 @@ from typing import Any
 from relay import auth, logs, public, signing
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
-from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync, read_sync
+from relay.log.sqlite import (
+    SYNCHRONOUS,
+    connect,
+    create_room_sync,
+    get_room_sync,
+    list_rooms_sync,
+    read_sync,
+    state_sync,
+)
 
 # The page each role opens its link on.
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
@@ -180,12 +188,14 @@ def token_command(args: argparse.Namespace) -> int:
         return _fail("--ttl must be a positive number of seconds.")
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         info = get_room_sync(conn, args.room)
+        # Invites belong to the room's current invite generation (the GM may have rotated them).
+        generation = state_sync(conn, info.id).invites if info is not None else 0
     if info is None:
         return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
     secret = auth.load_secret(config.data, config.secret)
     ttl = auth.DEFAULT_TTL if args.ttl is None else args.ttl
     sub = auth.new_gm_id() if args.role == "gm" else None
-    token = auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl)
+    token = auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl, invites=generation)
     print(public.link(public.public_base(config), _PAGE[args.role], token) if args.link else token)
     return 0
 

@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, fanout, foundry, protocol, public, static
+from relay import auth, campaign_io, fanout, foundry, protocol, public, static
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -278,6 +278,8 @@ class Relay:
                 handle.outgoing.append(action.record)
                 self._pending_rooms[handle] = None
                 self._schedule_tick()
+            else:  # a campaign-management effect (rare): relay.campaign_io
+                campaign_io.carry_out(self, handle, action)
 
     # Output happens once per loop iteration, in a "tick": first every room's newly committed events are
     # broadcast, then every outbox with something queued is flushed. So an ack and the event it names,
@@ -339,6 +341,9 @@ class Relay:
                 )
             except Exception:
                 logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
+
+    def send_frame(self, conn: Connection, frame: dict[str, Any]) -> None:
+        self._send(conn, frame)
 
     def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
         if frame.get("t") == "error":
