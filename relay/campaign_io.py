@@ -6,6 +6,7 @@ Kept apart from ``relay.server`` so the server only hands these over.
 
 from __future__ import annotations
 
+import asyncio
 import io
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,11 @@ from relay.membership import CloseParticipant, Retitle, SendInvites
 from relay.room import Effect
 
 if TYPE_CHECKING:
+    from websockets.http11 import Request
+
     from relay.server import Relay, RoomHandle
+
+TEXT = "text/plain; charset=utf-8"
 
 logger = get_logger("relay.campaign")
 
@@ -62,14 +67,45 @@ def invites_frame(relay: Relay, room_id: str, effect: SendInvites) -> dict[str, 
     return frame
 
 
-def export_body(records: list[dict[str, Any]], relay: Relay, handle: RoomHandle) -> bytes:
-    """The room's public export (as ``tablerelay room export`` writes it), for the GM's download."""
+#: ``GET /export/ROOM`` with ``Authorization: Bearer GM_TOKEN``: the room's export, for the GM's page.
+EXPORT_PREFIX = "/export/"
+
+
+async def export_download(relay: Relay, request: Request, path: str) -> tuple[int, bytes, str]:
+    """(status, body, content type) for the GM's export download: the public export, JSON Lines.
+
+    The token rides in a header, never in the address, so it reaches no access log; only a GM token of
+    this room (not removed) is accepted.
+    """
     from relay import exports
 
-    assert relay.keyring is not None
+    room_id = path[len(EXPORT_PREFIX) :]
+    header = request.headers.get("Authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    try:
+        claims = auth.verify(relay.secret, token, room=room_id)
+    except auth.TokenError as exc:
+        return 401, f"{exc.reason}\n".encode(), TEXT
+    if claims.role != "gm":
+        return 403, b"Only the room's GM may download its export.\n", TEXT
+    handle = await relay.room(room_id)
+    if handle is None:
+        return 404, b"There is no such room on this server.\n", TEXT
+    state = handle.room.committed
+    if claims.sub is not None and claims.sub in state.revoked:
+        return 403, b"This GM was removed from the room.\n", TEXT
+    if relay.keyring is None:
+        return 409, b"Signing is off on this server, so there is nothing to verify an export with.\n", TEXT
+    upto = state.seq
+    records: list[dict[str, Any]] = []
+    while len(records) < upto:
+        chunk = await relay.log.read(room_id, len(records), 5000)
+        if not chunk:
+            break
+        records.extend(r for r in chunk if r["seq"] <= upto)
     out = io.BytesIO()
     info = handle.room.info
-    exports.write(
-        out, "jsonl", exports.header(info, relay.keyring), exports.public_events(records, info, relay.keyring)
-    )
-    return out.getvalue()
+    events = exports.public_events(records, info, relay.keyring)
+    await asyncio.to_thread(exports.write, out, "jsonl", exports.header(info, relay.keyring), events)
+    logger.info("export_downloaded", room=room_id, events=len(records))
+    return 200, out.getvalue(), "application/x-ndjson"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay import protocol
 from relay.room import Append, Effect, Send, Session
-from relay.state import Member
+from relay.state import Member, RoomState
 
 if TYPE_CHECKING:
     from relay.room import Action, Room
@@ -256,3 +256,16 @@ def refusal(state: Any, sub: str | None, invites: int) -> str | None:
     if sub in state.revoked or state.identity(sub) in state.revoked:
         return "The GM removed this participant from the room; this link no longer works."
     return None
+
+
+def roster(state: RoomState) -> list[dict[str, Any]]:
+    """The GMs and players who ever joined (merged ones excepted), for the GM's welcome.
+
+    Spectators are left out: each invite-opened page without storage is a new one, and the GM has
+    nothing to manage about them.
+    """
+    return [
+        {**member.wire(), "present": pid in state.members, "removed": pid in state.revoked}
+        for pid, member in state.participants.items()
+        if member.role != "spectator"
+    ]

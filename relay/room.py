@@ -463,7 +463,18 @@ class Room:
             "history": history,
             "recovered": recovered,
             "limits": {"fear": self.info.fear_max, "hope": self.info.hope_max},
+            **self._manager_view(session),
         }
+
+    def _manager_view(self, session: Session) -> dict[str, Any]:
+        """What only a GM's welcome carries: the roster to manage, and whether the room is archived."""
+        state = self.committed
+        view: dict[str, Any] = {"archived": True} if state.archived else {}
+        if session.role == "gm":
+            from relay.membership import roster
+
+            view["participants"] = roster(state)
+        return view
 
     def remember(self, records: Sequence[Mapping[str, Any]]) -> None:
         """The latest stored records, read from the log when the room is loaded (before any append)."""

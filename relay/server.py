@@ -581,6 +581,9 @@ class Relay:
             return _response(200, self.metrics.render(), METRICS_TYPE)
         if path in (foundry.MANIFEST_PATH, foundry.ZIP_PATH):
             return await self._foundry(path, request)
+        if path.startswith(campaign_io.EXPORT_PREFIX):
+            status, body, kind = await campaign_io.export_download(self, request, path)
+            return _response(status, body, kind)
         if path == KEYS_PATH:
             # Public and the same for everyone: any page or tool may fetch it, and caches may keep it a
             # while (a rotation only adds a key, and takes effect when the server restarts).

@@ -526,6 +526,14 @@ export class Feed {
         if (!this.members || (event.member ?? event.actor)?.role === "spectator") return;
         node = this._memberLine(event);
         break;
+      case "rename":
+      case "merge":
+      case "kick":
+      case "invites":
+      case "archive":
+        if (!this.members) return;
+        node = this._campaignLine(event);
+        break;
       default:
         return;
     }
@@ -703,6 +711,19 @@ export class Feed {
       h("span", {}, sentence, ": ", h("b", {}, `${what} ${str(event.value)}`), cause),
       timeOf(event.ts),
     );
+  }
+
+  _campaignLine(event) {
+    const who = (m) => h("b", {}, m?.name ?? "Someone");
+    const by = event.actor?.name ?? "The GM";
+    const text = {
+      rename: () => [by, " renamed ", who({ name: event.was }), " to ", who(event.member)],
+      merge: () => [by, " merged ", who(event.merged), " into ", who(event.into), event.hope == null ? "" : ` (Hope ${str(event.hope)})`],
+      kick: () => [by, " removed ", who(event.member), event.reason ? `: ${event.reason}` : ""],
+      invites: () => [by, " replaced the invite links"],
+      archive: () => [by, " archived the room: it is read-only now"],
+    }[event.kind]();
+    return h("div", { class: `line campaign ${event.kind}`, role: "note" }, h("span", { class: "dot", "aria-hidden": "true" }), h("span", {}, ...text), timeOf(event.ts));
   }
 
   _memberLine(event) {
