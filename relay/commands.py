@@ -90,6 +90,8 @@ def _check(config: Config) -> None:
     for name in ("max_frame", "burst", "max_rooms", "max_members", "send_queue", "history", "resume_max"):
         if getattr(limits, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
+    if limits.presence_days < 0:
+        raise ConfigError(f"limits.presence_days must be 0 (keep all) or more; got {limits.presence_days}.")
     if limits.rate <= 0 or limits.hello_timeout <= 0:
         raise ConfigError("limits.rate and limits.hello_timeout must be positive.")
 
@@ -262,13 +264,18 @@ def room_export_command(args: argparse.Namespace) -> int:
             records.extend(chunk)
             if len(chunk) < 5000:
                 break
-    events = exports.public_events(records, info, keyring)
+    stored = getattr(args, "stored", False)
+    if stored:
+        events = exports.stored_events(records, info, keyring)
+    else:
+        events = exports.public_events(records, info, keyring)
+    head = exports.header(info, keyring, "stored" if stored else "public")
     if args.output and args.output != "-":
         with open(args.output, "wb") as out:
-            count = exports.write(out, args.format, exports.header(info, keyring), events)
+            count = exports.write(out, args.format, head, events)
         print(f"Wrote {count} events of room {info.id} to {args.output}.", file=sys.stderr)
     else:
-        exports.write(sys.stdout.buffer, args.format, exports.header(info, keyring), events)
+        exports.write(sys.stdout.buffer, args.format, head, events)
         sys.stdout.flush()
     return 0
 

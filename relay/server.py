@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, campaign_io, fanout, foundry, protocol, public, static
+from relay import auth, campaign_io, fanout, foundry, protocol, public, retention, static
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -505,6 +505,8 @@ class Relay:
             logger.error("history_short", after=after, upto=upto, got=len(records))
             raise RuntimeError("the log returned fewer events than it has committed")
         token = auth.issue(self.secret, room.id, session.role, sub=session.id, name=session.member.name)
+        if not recovered and self.limits.presence_days > 0:
+            records = retention.shown(records, int(time.time() * 1000), self.limits.presence_days)
         history = fanout.history(records, session, room.committed, handle.forms)
         welcome = room.welcome(session, token, history, recovered)
         welcome["seq"] = upto
