@@ -480,7 +480,8 @@ export function rollSentence(event) {
  * focused; PageDown/PageUp (or j/k) move between them. New rolls are also announced in a live region.
  */
 export class Feed {
-  constructor(root, { announcer, limit = 200, actions, members = true } = {}) {
+  constructor(root, { announcer, limit = 200, actions, members = true, only } = {}) {
+    this.only = only; // a Set of the event kinds shown (the overlay's rolls), or every kind
     this.root = root;
     this.members = members; // show join/leave lines (never for spectators: a stream's audience comes and goes)
     this.announcer = announcer;
@@ -509,6 +510,7 @@ export class Feed {
 
   /** Add an event; `live` ones animate in and are announced. */
   add(event, { live = true } = {}) {
+    if (this.only && !this.only.has(event.kind)) return;
     let node = null;
     switch (event.kind) {
       case "roll":
