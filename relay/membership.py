@@ -127,6 +127,25 @@ class SendInvites(Effect):
     seq: int | None  # the rotation's event, if this request made one
 
 
+def effects_of(record: Mapping[str, Any]) -> tuple[Effect, ...]:
+    """What every node must do with its own sockets once ``record`` is stored.
+
+    One place for it, so a node that learns of the event from another (the cluster store) does the same
+    as the node that stored it: close a removed or merged participant's sockets, retitle a renamed one's.
+    """
+    kind = record["kind"]
+    if kind == "kick":
+        reason = "The GM removed you from this room." + (f" {record['reason']}" if record["reason"] else "")
+        return (CloseParticipant(record["member"]["id"], protocol.CLOSE_REVOKED, reason),)
+    if kind == "merge":
+        # The merged one's sockets reconnect: its session token now admits it as ``into``.
+        reason = f"You are now {record['into']['name']}: the GM merged you. Reconnect."
+        return (CloseParticipant(record["merged"]["id"], protocol.CLOSE_MERGED, reason),)
+    if kind == "rename":
+        return (Retitle(Member.from_wire(record["member"])),)
+    return ()
+
+
 # -- handling ----------------------------------------------------------------------------------------------
 
 
@@ -170,7 +189,7 @@ def _rename(room: Room, session: Session, frame: Rename, target: Member) -> list
         request=frame.id,
     )
     pending = room.append_records([record], (session, frame.id))
-    pending.effects = (Retitle(member),)
+    pending.effects = effects_of(record)
     return [Append(pending)]
 
 
@@ -204,12 +223,7 @@ def _merge(room: Room, session: Session, frame: Merge, gone: Member) -> list[Act
         request=frame.id,
     )
     pending = room.append_records([record], (session, frame.id))
-    # The merged one's sockets reconnect: its session token now admits it as ``into``.
-    pending.effects = (
-        CloseParticipant(
-            gone.id, protocol.CLOSE_MERGED, f"You are now {into.name}: the GM merged you. Reconnect."
-        ),
-    )
+    pending.effects = effects_of(record)
     return [Append(pending)]
 
 
@@ -227,8 +241,7 @@ def _kick(room: Room, session: Session, frame: Kick, target: Member) -> list[Act
         request=frame.id,
     )
     pending = room.append_records([record], (session, frame.id))
-    reason = "The GM removed you from this room." + (f" {frame.reason}" if frame.reason else "")
-    pending.effects = (CloseParticipant(target.id, protocol.CLOSE_REVOKED, reason),)
+    pending.effects = effects_of(record)
     return [Append(pending)]
 
 
@@ -247,7 +260,7 @@ def _invites(room: Room, session: Session, frame: Invites) -> list[Action]:
 # -- admission ---------------------------------------------------------------------------------------------
 
 
-def refusal(state: Any, sub: str | None, invites: int) -> str | None:
+def refusal(state: RoomState, sub: str | None, invites: int) -> str | None:
     """Why a hello with a token of this ``sub`` (None: an invite of generation ``invites``) is refused."""
     if sub is None:
         if invites != state.invites:
