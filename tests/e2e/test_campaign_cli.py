@@ -210,3 +210,61 @@ async def test_presence_retention_hides_old_joins_from_fresh_welcomes_only(
         assert resumed.welcome["recovered"] is True
     finally:
         await resumed.close()
+
+
+def _delete_on_a_terminal(server: Server, room_id: str, typed: str) -> tuple[int, str]:
+    """``room delete`` with a real pseudo-terminal as its stdin: what it printed, and its exit status."""
+    import os
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [tablerelay_bin(), "room", "delete", room_id, "--data", str(server.data)],
+        env=server.env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        while b"to delete it:" not in seen:
+            ready, _, _ = select.select([leader], [], [], 30)
+            assert ready, f"no question within 30 s; saw {seen!r}"
+            seen += os.read(leader, 4096)
+        os.write(leader, typed.encode() + b"\n")
+        code = proc.wait(30)
+        while True:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+    return code, seen.decode(errors="replace")
+
+
+async def test_delete_asks_on_a_terminal_and_only_the_room_id_confirms(
+    server_factory: Any, clients: Any
+) -> None:
+    server = server_factory()
+    room, _ = await played_room(server, clients)
+    server.stop()
+    code, shown = await asyncio.to_thread(_delete_on_a_terminal, server, room.id, "yes")
+    assert code == 1, shown
+    assert "for good" in shown
+    assert "Nothing was deleted" in shown
+    assert len(json.loads((await arun(server, "room", "list", "--json")).stdout)) == 1
+    code, shown = await asyncio.to_thread(_delete_on_a_terminal, server, room.id, room.id)
+    assert code == 0, shown
+    assert "Deleted room" in shown
+    assert json.loads((await arun(server, "room", "list", "--json")).stdout) == []
