@@ -723,6 +723,7 @@ export class TableRelay {
       hope: { ...(frame.state?.hope ?? {}) },
       members: [...(frame.state?.members ?? [])],
     };
+    if (frame.archived === true) this.state.archived = true;
     this._emit("state", this.state);
     this._startHeartbeat();
     this._flush();

@@ -206,6 +206,7 @@ export function bindCampaign(relay, root) {
     if (root.hidden || replay) return;
     if (event.kind === "archive") {
       archived = true;
+      for (const person of roster.people.values()) person.present = false;
       note.textContent = "This room is archived: read-only.";
       redraw(); // every action but the export download is off now
       return;

@@ -308,6 +308,7 @@ if (!relay) {
     );
 
   const controls = (name, participant, value) => {
+    if (relay.state.archived) return null; // read-only: nothing to change
     const gm = isGm();
     const mine = participant && participant === relay.you?.id;
     if (name === "fear" && gm) {

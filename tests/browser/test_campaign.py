@@ -129,6 +129,8 @@ def test_gm_panel_renames_merges_removes_rotates_exports_and_archives(
     expect(page.locator("#roll-button")).to_be_disabled()
     expect(page.locator("#rotate-invites")).to_be_disabled()
     expect(page.locator("#export-room")).to_be_enabled()
+    expect(page.locator("#trackers button")).to_have_count(0)  # no Fear or Hope controls on a read-only room
+    expect(panel.locator(".roster-row.here")).to_have_count(0)
     aria.send(
         {
             "t": "roll",
