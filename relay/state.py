@@ -157,6 +157,7 @@ class RoomState:
             pid = record["member"]["id"]
             self.revoked.add(pid)
             self.members.pop(pid, None)
+            self.hope.pop(pid, None)  # no tracker for someone who is gone for good
         elif kind == "invites":
             self.invites = record["generation"]
         else:  # archive: nobody is present any more, and nothing new is stored

@@ -66,6 +66,7 @@ def test_kick_revokes_every_token_of_the_participant_and_rotation_voids_old_invi
     bo = table.join("player", name="Bo")
     table.send(gm, {"t": "kick", "id": "k1", "participant": bo.id, "reason": "Gone"})
     assert bo.id not in table.room.committed.members
+    assert bo.id not in table.room.committed.hope
     with pytest.raises(Refused) as info:
         table.room.admit(Claims(INFO.id, "player", bo.id, None, None), None, frozenset())
     assert info.value.code == protocol.CLOSE_REVOKED
