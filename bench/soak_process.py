@@ -35,6 +35,7 @@ class ServerProcess:
         """Start serving on 127.0.0.1 (a free port); the WebSocket address once it logs 'listening'."""
         # Only loopback: the soak's traffic never leaves this machine.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+        env["TABLERELAY_MAX_PER_IP"] = "100000"  # every client comes from 127.0.0.1
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", "0",
             "--data", str(self.data), "--log-format", "json", "--log-level", "info",
