@@ -50,16 +50,16 @@ def serve_command(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
 
-    async def main() -> None:
+    async def main() -> bool:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run(config, stop, keyring=keyring)
+        return await run(config, stop, keyring=keyring)
 
     settle_gc()
     try:
-        asyncio.run(main())
+        clean = asyncio.run(main())
     except OSError as exc:
         import structlog
 
@@ -67,7 +67,7 @@ def serve_command(args: argparse.Namespace) -> int:
             "cannot_listen", host=config.host, port=config.port, error=str(exc)
         )
         return 1
-    return 0
+    return 0 if clean else 1  # 1: the drain did not finish within limits.drain_timeout (logged)
 
 
 def _check(config: Config) -> None:
@@ -82,8 +82,8 @@ def _check(config: Config) -> None:
     for name in ("max_frame", "burst", "max_rooms", "max_members", "send_queue", "history", "resume_max"):
         if getattr(limits, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
-    if limits.rate <= 0 or limits.hello_timeout <= 0:
-        raise ConfigError("limits.rate and limits.hello_timeout must be positive.")
+    if min(limits.rate, limits.hello_timeout, limits.room_idle, limits.drain_timeout) <= 0:
+        raise ConfigError("limits.rate, hello_timeout, room_idle and drain_timeout must be positive numbers.")
 
 
 def room_create_command(args: argparse.Namespace) -> int:

@@ -31,6 +31,8 @@ class Limits:
     history: int = 100  # events in a fresh welcome
     resume_max: int = 2000  # longest resume gap delivered in one welcome; beyond it, recovered is false
     hello_timeout: float = 10.0  # seconds a new socket has to send its hello
+    drain_timeout: float = 20.0  # seconds SIGTERM may take to drain; past it the server exits 1
+    room_idle: float = 60.0  # seconds a room with no socket stays loaded before it is unloaded (relay.upkeep)
     fear_max: int = 12
     hope_max: int = 6
 
