@@ -1,4 +1,5 @@
-"""The ``tablerelay`` command: serve, room create/list/export, token, key rotate, verify, foundry, roll.
+"""The ``tablerelay`` command: serve, room create/list/export, backup, restore, token, key rotate, verify,
+foundry, roll.
 
 Each subcommand's work lives in its own module; this file only parses the command line.
 """
@@ -62,6 +63,28 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--output", "-o", help="file to write [standard output]")
     export.add_argument("--data", help="data folder [./data]")
     export.add_argument("--config", help="a TOML config file")
+
+    backup = sub.add_parser(
+        "backup",
+        help="copy the database consistently, while the server runs",
+        description="Copy the data folder's database with SQLite's online backup API: consistent, and "
+        "safe while the server serves and writes. DEST is a file, or a folder to put a dated file in.",
+    )
+    backup.add_argument("dest", help="the backup file (or a folder)")
+    backup.add_argument("--data", help="data folder [./data]")
+    backup.add_argument("--config", help="a TOML config file")
+    backup.add_argument("--json", action="store_true", help="print one JSON object")
+    restore = sub.add_parser(
+        "restore",
+        help="put a backup in place (server stopped); every room gets a new epoch",
+        description="Replace the data folder's database with a backup, with the server stopped. Every "
+        "room gets a new epoch, so clients start afresh instead of resuming across the restore. The "
+        "replaced database is kept beside it.",
+    )
+    restore.add_argument("src", help="a file written by tablerelay backup")
+    restore.add_argument("--data", help="data folder [./data]")
+    restore.add_argument("--config", help="a TOML config file")
+    restore.add_argument("--json", action="store_true", help="print one JSON object")
 
     key = sub.add_parser("key", help="manage the key that signs events")
     key_sub = key.add_subparsers(dest="key_command", required=True, metavar="ACTION")
@@ -145,6 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         commands = {"create": room_create_command, "list": room_list_command, "export": room_export_command}
         return commands[args.room_command](args)
+    if args.command in ("backup", "restore"):
+        from relay.backup import backup_command, restore_command
+
+        return backup_command(args) if args.command == "backup" else restore_command(args)
     if args.command == "key":
         from relay.commands import key_rotate_command
 

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from relay import auth, logs, public, signing
+from relay import admission, auth, logs, public, signing
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync, read_sync
@@ -78,8 +78,11 @@ def _check(config: Config) -> None:
         raise ConfigError(f"log_format must be auto, json or console; got {config.log_format!r}.")
     if not 0 <= config.port <= 65535:
         raise ConfigError(f"port must be from 0 to 65535; got {config.port}.")
+    admission.parse_origins(config.origins)
+    admission.parse_networks(config.trusted_proxies)
     limits = config.limits
-    for name in ("max_frame", "burst", "max_rooms", "max_members", "send_queue", "history", "resume_max"):
+    names = ("max_frame", "burst", "max_rooms", "max_members", "max_per_ip", "send_queue", "history")
+    for name in (*names, "resume_max"):
         if getattr(limits, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
     if min(limits.rate, limits.hello_timeout, limits.room_idle, limits.drain_timeout) <= 0:

@@ -25,6 +25,7 @@ class Limits:
     burst: int = 40  # token bucket size
     max_rooms: int = 10_000
     max_members: int = 10_000  # per room, connected sockets
+    max_per_ip: int = 256  # open WebSockets per client address (relay.admission)
     max_label: int = 200
     max_request_id: int = 64
     send_queue: int = 1024  # frames queued per socket before it is closed with 4008
@@ -55,6 +56,10 @@ class Config:
     # Off only to measure what signing costs (bench/): events then go out without kid and sig, which
     # every verifying client reports as a failure.
     signing: bool = True
+    # Browser origins allowed to open a WebSocket, a comma list (relay.admission); unset: every origin.
+    origins: str | None = None
+    # Reverse proxies whose X-Forwarded-For names the client (IPs or networks, a comma list); unset: none.
+    trusted_proxies: str | None = None
     limits: Limits = field(default_factory=Limits)
 
     @property

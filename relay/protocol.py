@@ -42,6 +42,7 @@ CLOSE_SLOW = 4008  # the client fell behind its send queue; it may resume
 CLOSE_FULL = 4029  # the room has as many connected sockets as its limit allows
 CLOSE_POLICY = 1008  # persistent rate-limit abuse
 CLOSE_GOING_AWAY = 1001  # server shutting down
+CLOSE_TRY_LATER = 1013  # the client's address holds as many sockets as limits.max_per_ip allows
 
 
 class FrameError(Exception):

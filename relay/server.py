@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, fanout, foundry, protocol, public, static, upkeep
+from relay import admission, auth, fanout, foundry, protocol, public, static, upkeep
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -156,6 +156,7 @@ class Relay:
         self.public_base = public.public_base(config, (config.host, config.port))
         self.lag = LoopLag(observe=self.metrics.loop_lag.observe)
         self.upkeep = upkeep.Upkeep(self)  # old hidden rolls' blobs out of memory, idle rooms unloaded
+        self.gate = admission.Gate(config)  # origins allowed, sockets per client address
 
     # -- rooms -------------------------------------------------------------------------------------------
 
@@ -387,7 +388,12 @@ class Relay:
         # Bound for the rest of this task (websockets runs each connection in a task of its own, whose
         # context dies with it), without a context manager object kept alive per idle socket.
         structlog.contextvars.bind_contextvars(conn=conn.cid)
+        address = self.gate.address(ws.remote_address, ws.request.headers if ws.request else None)
+        counted = self.gate.enter(address)
         try:
+            if not counted:  # handshakes that raced past process_request's check
+                await self._refuse(conn, protocol.CLOSE_TRY_LATER, admission.TOO_MANY)
+                return
             handle = await self._open(conn)
             if handle is not None:
                 await self._serve(handle, conn)
@@ -398,6 +404,8 @@ class Relay:
             if not conn.closing:
                 await ws.close(1011, "Internal error.")
         finally:
+            if counted:
+                self.gate.leave(address)
             self._detach(conn)
             self._handlers.discard(task)
             self._sockets.discard(ws)
@@ -560,13 +568,17 @@ class Relay:
 
     async def process_request(
         self,
-        connection: ServerConnection,  # noqa: ARG002 (websockets' process_request signature)
+        connection: ServerConnection,
         request: Request,
     ) -> Response | None:
         path = urlsplit(request.path).path
         if path == "/ws":
             if self.stopping:  # a handshake that slipped in while the listening socket closed
                 return _response(503, STOPPING, "text/plain; charset=utf-8")
+            refused = self.gate.refusal(connection.remote_address, request.headers)
+            if refused is not None:
+                logger.info("handshake_refused", status=refused[0], origin=request.headers.get("Origin"))
+                return _response(refused[0], f"{refused[1]}\n".encode(), "text/plain; charset=utf-8")
             return None
         if path == "/healthz":
             body = json.dumps(

@@ -17,7 +17,7 @@ from typing import Any
 #: keeps exactly the same ids) and its last ``ROLL_IDS_FLOOR`` whatever their age, never more than
 #: ``ROLL_IDS_KEPT``. Bounded in time, a busy room's memory stops growing once it has run that long.
 ROLL_ID_WINDOW_MS = 120_000
-ROLL_IDS_FLOOR = 32
+ROLL_IDS_FLOOR = 8
 ROLL_IDS_KEPT = 1024
 
 
