@@ -50,7 +50,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         ax.set_xlabel("minutes")
     options = results["options"]
     fig.suptitle(
-        f"tablerelay soak (python -m bench.soak): {options['clients']:,} clients in {options['rooms']} rooms, "
+        f"soak (python -m bench.soak): {options['clients']:,} clients in {options['rooms']} rooms, "
         f"{options['minutes']:g} min",
         fontsize=11,
     )
