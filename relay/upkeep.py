@@ -143,6 +143,16 @@ class Upkeep:
         relay.metrics.rooms.set(len(relay.rooms))
         logger.info("room_unloaded", room=room_id, seq=handle.room.committed.seq)
 
+    def _forget_again(self, room: Room, seq: int) -> None:
+        """A refused late reveal (not the roller, not a GM) leaves the blob out of memory again."""
+        sealed = room.pending.sealed.get(seq)
+        if sealed is None or sealed.revealed is not None or seq > self._forgotten.get(room.id, 0):
+            return
+        for state in (room.committed, room.pending):
+            kept = state.sealed.get(seq)
+            if kept is not None:
+                kept.blob = kept.nonce = b""
+
     def reveal_later(self, handle: RoomHandle, conn: Connection, frame: protocol.Reveal) -> None:
         """Read the roll's blob back from the log, then handle the reveal as if it had just arrived."""
         task = asyncio.get_running_loop().create_task(self._reveal(handle, conn, frame))
@@ -158,6 +168,7 @@ class Upkeep:
             if blob_dropped(handle.room, frame.seq):
                 raise RuntimeError(f"the log holds no sealed roll at seq {frame.seq}")
             relay._execute(handle, handle.room.handle(conn.session, frame))
+            self._forget_again(handle.room, frame.seq)
         except Exception:
             logger.exception("late_reveal_failed", room=handle.room.id, seq=frame.seq)
             relay._send(

@@ -40,6 +40,9 @@ async def test_a_late_reveal_reads_the_blob_back_and_an_idle_room_is_unloaded_an
     commitment = (await gm.event(hidden["seq"]))["commitment"]
     await asyncio.sleep(1.0)  # the upkeep looks every third of a second
 
+    refused = await p.request({"t": "reveal", "seq": hidden["seq"]})  # a blind roll: the GM's to reveal
+    assert refused["t"] == "error"
+    assert refused["code"] == "forbidden"
     reveal = await gm.request({"t": "reveal", "seq": hidden["seq"]})
     assert reveal["t"] == "ack", reveal
     event = await p.event(reveal["seq"])
