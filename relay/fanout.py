@@ -187,27 +187,35 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
+# A kept signature: (the state's reveal count, the rendered form, the same signed, the record it renders).
+_Signed = tuple[int, dict[str, Any], dict[str, Any], Mapping[str, Any]]
+
+
 class Forms:
     """A room's events in each audience form, signed: every (event, form) is signed once, not per socket.
 
     ``frame`` renders a record in a form and returns it with ``kid`` and ``sig``. The signed frame is
-    kept (the last ``capacity`` of them) with the room's reveal count, and returned again while no
-    reveal came since, or while the form still renders the same: so the live broadcast and every
-    welcome that shows the event in that form share one signature. A form that changed (a roll after
-    its reveal, a resource event whose cause was revealed) is signed anew. Without a keyring (signing
-    switched off, for benchmarks) frames go out unsigned.
+    kept (the last ``capacity`` of them) with the record it was made from and the room's reveal count,
+    and returned again for that same record while no reveal came since, or while the form still renders
+    the same: so the live broadcast and every welcome that shows the event in that form share one
+    signature. A form that changed (a roll after its reveal, a resource event whose cause was revealed)
+    is signed anew, and so is a record that is not the one signed (an append that failed left its
+    signatures behind, and another record took its seq). Without a keyring (signing switched off, for
+    benchmarks) frames go out unsigned.
 
-    ``prepare`` has the forms that newly committed records are about to be broadcast in signed ahead by
-    the signing process (``relay.signer``), so the event loop keeps only the canonical encoding;
-    ``frame`` then finds those signatures.
+    The signing process (``relay.signer``) signs ahead so the event loop keeps only the canonical
+    encoding: ``sign_ahead`` hands it the forms of records just handed to the log, so the signatures are
+    made while SQLite commits, and ``prepare`` (at broadcast) waits for whatever is still missing.
     """
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
         self.room_id = room_id
         self.keyring = keyring
         self.capacity = capacity
-        # (seq, form) -> (the state's reveal count, the rendered form, the same signed)
-        self._signed: dict[tuple[int, str], tuple[int, dict[str, Any], dict[str, Any]]] = {}
+        # (seq, form) -> (the state's reveal count, the rendered form, the same signed, the record)
+        self._signed: dict[tuple[int, str], _Signed] = {}
+        # seq -> the signing process's answer still awaited for that record's forms
+        self._ahead: dict[int, asyncio.Future[list[bytes]]] = {}
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
         """``record`` as the audience of ``form`` receives it; a shared object, never to be changed."""
@@ -216,21 +224,82 @@ class Forms:
             return render(record, form, state)
         key = (record["seq"], form)
         cached = self._signed.get(key)
-        if cached is not None and cached[0] == state.reveals:
+        if cached is not None and cached[0] == state.reveals and cached[3] is record:
             return cached[2]
         base = render(record, form, state)
         if cached is not None and cached[1] == base:
-            self._signed[key] = (state.reveals, base, cached[2])
+            self._signed[key] = (state.reveals, base, cached[2], record)
             return cached[2]
-        return self._keep(key, state.reveals, base, keyring.sign(base, self.room_id))
+        return self._keep(key, state.reveals, base, keyring.sign(base, self.room_id), record)
 
-    def _keep(self, key: tuple[int, str], reveals: int, base: dict[str, Any], sig: bytes) -> dict[str, Any]:
+    def _keep(
+        self,
+        key: tuple[int, str],
+        reveals: int,
+        base: dict[str, Any],
+        sig: bytes,
+        record: Mapping[str, Any],
+    ) -> dict[str, Any]:
         assert self.keyring is not None
         signed = {**base, "kid": self.keyring.kid, "sig": sig}
-        self._signed[key] = (reveals, base, signed)
+        self._signed[key] = (reveals, base, signed, record)
         if len(self._signed) > self.capacity:
             del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
         return signed
+
+    def _signed_now(self, record: Mapping[str, Any], state: RoomState) -> bool:
+        """Every form ``record`` is broadcast in has its signature kept, valid for ``state``."""
+        seq = record["seq"]
+        for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
+            cached = self._signed.get((seq, form))
+            if cached is None:
+                return False
+            if cached[0] != state.reveals or cached[3] is not record:
+                # Signed against another state (ahead of a reveal that was then in flight) or another
+                # record object: still good if the form renders the same.
+                if cached[1] != render(record, form, state):
+                    return False
+                self._signed[(seq, form)] = (state.reveals, cached[1], cached[2], record)
+        return True
+
+    def sign_ahead(
+        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: SignerProcess | None
+    ) -> asyncio.Future[list[bytes]] | None:
+        """Have ``signer`` sign the forms ``records`` will be broadcast in, as of ``state``; None when
+        there is nothing to sign or nobody to sign it (signing off, the process gone).
+
+        Called as the records are handed to the log (``state`` is then the room's pending state, which
+        renders them as the committed state will unless a reveal slips in between, and ``prepare`` checks
+        that), so a signature is usually back before the commit is and the event leaves with its ack.
+        """
+        keyring = self.keyring
+        if keyring is None or signer is None or not signer.alive or not records:
+            return None
+        room_id = self.room_id
+        jobs: list[tuple[tuple[int, str], dict[str, Any], Mapping[str, Any]]] = []
+        messages: list[bytes] = []
+        for record in records:
+            seq = record["seq"]
+            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
+                base = render(record, form, state)
+                jobs.append(((seq, form), base, record))
+                messages.append(signed_bytes(base, room_id))
+        reveals = state.reveals
+        signing = signer.sign(messages)
+        ahead = self._ahead
+        for record in records:
+            ahead[record["seq"]] = signing
+
+        def keep(signed: asyncio.Future[list[bytes]]) -> None:
+            for record in records:
+                if ahead.get(record["seq"]) is signed:
+                    del ahead[record["seq"]]
+            if not signed.cancelled() and signed.exception() is None:
+                for (key, base, record), sig in zip(jobs, signed.result(), strict=True):
+                    self._keep(key, reveals, base, sig, record)  # late ones too: a welcome may still use them
+
+        signing.add_done_callback(keep)
+        return signing
 
     def prepare(
         self,
@@ -239,42 +308,51 @@ class Forms:
         signer: SignerProcess | None,
         wait: float = SIGNER_WAIT,
     ) -> asyncio.Future[None] | None:
-        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here,
-        or after ``wait`` seconds at most.
+        """Before ``records`` are broadcast: None when every form they go out in is signed already (or
+        there is nothing to wait for: signing is off, the signing process is gone); else a future done once
+        the signing process has answered for them, or after ``wait`` seconds at most.
 
-        Every record has its full form; a hidden roll also its sealed placeholder. None when there is
-        nothing to wait for (signing is off, or the signing process is gone). Whatever is not signed when
-        the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy machine delays
-        events by ``wait`` at most, never by however long the scheduler keeps it waiting.
+        Forms still missing and not already asked for (by ``sign_ahead``) are asked for now. Whatever is
+        not signed when the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy
+        machine delays events by ``wait`` at most, never by however long the scheduler keeps it waiting.
         """
-        keyring = self.keyring
-        if keyring is None or signer is None or not signer.alive or not records:
+        if self.keyring is None or not records:
             return None
-        room_id = self.room_id
-        jobs: list[tuple[tuple[int, str], dict[str, Any], bytes]] = []
+        waits: dict[asyncio.Future[list[bytes]], None] = {}
+        unasked: list[Mapping[str, Any]] = []
         for record in records:
-            seq = record["seq"]
-            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
-                base = render(record, form, state)
-                jobs.append(((seq, form), base, signed_bytes(base, room_id)))
-        reveals = state.reveals
-        signing = signer.sign([message for _, _, message in jobs])
+            if self._signed_now(record, state):
+                continue
+            asked = self._ahead.get(record["seq"])
+            if asked is not None:
+                waits[asked] = None
+            else:
+                unasked.append(record)
+        if unasked:
+            asked = self.sign_ahead(unasked, state, signer)
+            if asked is not None:
+                waits[asked] = None
+        if not waits:
+            return None
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
+        left = len(waits)
 
         def finish() -> None:
             if not done.done():
                 done.set_result(None)
+                timer.cancel()
 
-        def keep(signed: asyncio.Future[list[bytes]]) -> None:
-            if not signed.cancelled() and signed.exception() is None:
-                for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
-                    self._keep(key, reveals, base, sig)  # late ones too: a welcome may still use them
-            timer.cancel()
-            finish()
+        def answered(_: asyncio.Future[list[bytes]]) -> None:
+            nonlocal left
+            left -= 1
+            if not left:
+                # After ``keep`` (added first): the signatures are kept by now.
+                finish()
 
         timer = loop.call_later(wait, finish)
-        signing.add_done_callback(keep)
+        for asked in waits:
+            asked.add_done_callback(answered)
         return done
 
 

@@ -80,7 +80,13 @@ class SignerProcess:
             self._unsent += (COUNT.pack(len(message)), message)
         return future
 
+    def flush(self) -> None:
+        """Write this iteration's request now rather than at the start of the next iteration."""
+        self._send()
+
     def _send(self) -> None:
+        if not self._calls:
+            return  # flushed already
         calls, self._calls = self._calls, []
         unsent, self._unsent = self._unsent, []
         count = sum(n for n, _ in calls)

@@ -75,3 +75,60 @@ async def test_a_dead_process_is_noticed_and_nothing_waits_for_it() -> None:
     stored = records()
     assert Forms("room", KEYRING, capacity=100).prepare(stored, fold(stored), signer) is None
     await signer.close()
+
+
+async def test_forms_signed_ahead_at_the_append_are_not_signed_again_at_the_broadcast() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    try:
+        stored = records()
+        pending = fold(stored)  # the state the records were appended in
+        forms = Forms("room", KEYRING, capacity=100)
+        asked = forms.sign_ahead(stored, pending, signer)
+        assert asked is not None
+        await asyncio.wait_for(asked, 5)
+        committed = fold(stored)
+        assert forms.prepare(stored, committed, signer) is None, "nothing left to sign or wait for"
+        frames = [forms.frame(stored[0], FULL, committed), forms.frame(stored[1], SEALED, committed)]
+        assert all(signing.verify(frame, "room", KEYRING.jwks()) for frame in frames)
+    finally:
+        await signer.close()
+
+
+async def test_a_broadcast_waits_for_the_signatures_asked_for_ahead() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    try:
+        stored = records()
+        state = fold(stored)
+        forms = Forms("room", KEYRING, capacity=100)
+        asked = forms.sign_ahead(stored, state, signer)
+        done = forms.prepare(stored, state, signer, wait=5.0)
+        assert asked is not None
+        assert done is not None
+        assert not asked.done()
+        await asyncio.wait_for(done, 5)
+        assert asked.done()
+        assert len(forms._signed) == 3, "one request, answered before the broadcast"
+    finally:
+        await signer.close()
+
+
+async def test_a_signature_made_ahead_for_an_append_that_failed_is_never_used_for_another_event() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    try:
+        stored = records()
+        forms = Forms("room", KEYRING, capacity=100)
+        asked = forms.sign_ahead(stored[:1], fold(stored[:1]), signer)
+        assert asked is not None
+        await asyncio.wait_for(asked, 5)
+        # The append failed; another participant's join took seq 1.
+        other = {**stored[0], "actor": {"id": "p2", "name": "Bo", "role": "player"}, "ts": 9}
+        other["member"] = other["actor"]
+        state = fold([other])
+        done = forms.prepare([other], state, signer, wait=5.0)
+        assert done is not None, "the kept signature is for another record: sign again"
+        await asyncio.wait_for(done, 5)
+        frame = forms.frame(other, FULL, state)
+        assert frame["actor"]["id"] == "p2"
+        assert signing.verify(frame, "room", KEYRING.jwks())
+    finally:
+        await signer.close()
