@@ -13,12 +13,14 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+import msgpack
+
 from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
-from relay.signer import SignerProcess
-from relay.signing import Keyring, signed_bytes
+from relay.signer import UNSIGNABLE, SignerProcess
+from relay.signing import Keyring
 from relay.state import RoomState
 from relay.visibility import FULL, SEALED, audience, render
 
@@ -187,8 +189,42 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
-# A kept signature: (the state's reveal count, the rendered form, the same signed, the record it renders).
-_Signed = tuple[int, dict[str, Any], dict[str, Any], Mapping[str, Any]]
+class _Kept:
+    """One (event, form) signed: the rendered form, its signature, and the record and reveal count it was
+    made for; the signed frame and its wire bytes are built the first time they are asked for."""
+
+    __slots__ = ("_frame", "_wire", "base", "encoded", "record", "reveals", "sig")
+
+    def __init__(
+        self,
+        reveals: int,
+        base: dict[str, Any],
+        sig: bytes,
+        record: Mapping[str, Any],
+        encoded: bytes | None = None,
+    ) -> None:
+        self.reveals = reveals
+        self.base = base
+        self.sig = sig
+        self.record = record
+        self.encoded = encoded  # MessagePack of ``base``, when it was made to be signed by the process
+        self._frame: dict[str, Any] | None = None
+        self._wire: bytes | None = None
+
+    def frame(self, kid: str) -> dict[str, Any]:
+        if self._frame is None:
+            self._frame = {**self.base, "kid": kid, "sig": self.sig}
+        return self._frame
+
+    def wire(self, kid: str) -> bytes:
+        """The signed frame as one framed WebSocket message: the encoded form with ``kid`` and ``sig``
+        appended, the same bytes as encoding ``frame`` whole, without encoding the form a second time."""
+        if self._wire is None:
+            encoded = self.encoded if self.encoded is not None else protocol.encode(self.base)
+            fields = msgpack.packb("kid") + msgpack.packb(kid) + msgpack.packb("sig")
+            signed = protocol.with_fields(encoded, 2, fields + msgpack.packb(self.sig, use_bin_type=True))
+            self._wire = protocol.framed(signed)
+        return self._wire
 
 
 class Forms:
@@ -203,17 +239,17 @@ class Forms:
     signatures behind, and another record took its seq). Without a keyring (signing switched off, for
     benchmarks) frames go out unsigned.
 
-    The signing process (``relay.signer``) signs ahead so the event loop keeps only the canonical
-    encoding: ``sign_ahead`` hands it the forms of records just handed to the log, so the signatures are
-    made while SQLite commits, and ``prepare`` (at broadcast) waits for whatever is still missing.
+    The signing process (``relay.signer``) signs ahead and makes the canonical bytes itself, from the
+    form encoded as it will be sent, so the event loop encodes each form once. ``sign_ahead`` hands it
+    the forms of records just handed to the log, so the signatures are made while SQLite commits, and
+    ``prepare`` (at broadcast) waits for whatever is still missing.
     """
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
         self.room_id = room_id
         self.keyring = keyring
         self.capacity = capacity
-        # (seq, form) -> (the state's reveal count, the rendered form, the same signed, the record)
-        self._signed: dict[tuple[int, str], _Signed] = {}
+        self._signed: dict[tuple[int, str], _Kept] = {}  # (seq, form) -> its signature, kept
         # seq -> the signing process's answer still awaited for that record's forms
         self._ahead: dict[int, asyncio.Future[list[bytes]]] = {}
 
@@ -222,44 +258,45 @@ class Forms:
         keyring = self.keyring
         if keyring is None:
             return render(record, form, state)
-        key = (record["seq"], form)
-        cached = self._signed.get(key)
-        if cached is not None and cached[0] == state.reveals and cached[3] is record:
-            return cached[2]
-        base = render(record, form, state)
-        if cached is not None and cached[1] == base:
-            self._signed[key] = (state.reveals, base, cached[2], record)
-            return cached[2]
-        return self._keep(key, state.reveals, base, keyring.sign(base, self.room_id), record)
+        return self._kept(record, form, state, keyring).frame(keyring.kid)
 
-    def _keep(
-        self,
-        key: tuple[int, str],
-        reveals: int,
-        base: dict[str, Any],
-        sig: bytes,
-        record: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        assert self.keyring is not None
-        signed = {**base, "kid": self.keyring.kid, "sig": sig}
-        self._signed[key] = (reveals, base, signed, record)
+    def wire(self, record: Mapping[str, Any], form: str, state: RoomState) -> bytes:
+        """``frame`` encoded and framed for a socket (the bytes every socket of that audience gets)."""
+        keyring = self.keyring
+        if keyring is None:
+            return protocol.framed(protocol.encode(render(record, form, state)))
+        return self._kept(record, form, state, keyring).wire(keyring.kid)
+
+    def _kept(self, record: Mapping[str, Any], form: str, state: RoomState, keyring: Keyring) -> _Kept:
+        key = (record["seq"], form)
+        kept = self._signed.get(key)
+        if kept is not None and kept.reveals == state.reveals and kept.record is record:
+            return kept
+        base = render(record, form, state)
+        if kept is not None and kept.base == base:
+            kept.reveals, kept.record = state.reveals, record
+            return kept
+        return self._keep(key, _Kept(state.reveals, base, keyring.sign(base, self.room_id), record))
+
+    def _keep(self, key: tuple[int, str], kept: _Kept) -> _Kept:
+        self._signed[key] = kept
         if len(self._signed) > self.capacity:
             del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
-        return signed
+        return kept
 
     def _signed_now(self, record: Mapping[str, Any], state: RoomState) -> bool:
         """Every form ``record`` is broadcast in has its signature kept, valid for ``state``."""
         seq = record["seq"]
         for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
-            cached = self._signed.get((seq, form))
-            if cached is None:
+            kept = self._signed.get((seq, form))
+            if kept is None:
                 return False
-            if cached[0] != state.reveals or cached[3] is not record:
+            if kept.reveals != state.reveals or kept.record is not record:
                 # Signed against another state (ahead of a reveal that was then in flight) or another
                 # record object: still good if the form renders the same.
-                if cached[1] != render(record, form, state):
+                if kept.base != render(record, form, state):
                     return False
-                self._signed[(seq, form)] = (state.reveals, cached[1], cached[2], record)
+                kept.reveals, kept.record = state.reveals, record
         return True
 
     def sign_ahead(
@@ -275,17 +312,19 @@ class Forms:
         keyring = self.keyring
         if keyring is None or signer is None or not signer.alive or not records:
             return None
-        room_id = self.room_id
-        jobs: list[tuple[tuple[int, str], dict[str, Any], Mapping[str, Any]]] = []
+        jobs: list[tuple[tuple[int, str], dict[str, Any], Mapping[str, Any], bytes]] = []
         messages: list[bytes] = []
         for record in records:
             seq = record["seq"]
             for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
                 base = render(record, form, state)
-                jobs.append(((seq, form), base, record))
-                messages.append(signed_bytes(base, room_id))
+                # Encoded once, here: the process makes the canonical bytes from these and signs them, and
+                # the same bytes with the signature appended are what the sockets get (``_Kept.wire``).
+                encoded = protocol.encode(base)
+                jobs.append(((seq, form), base, record, encoded))
+                messages.append(encoded)
         reveals = state.reveals
-        signing = signer.sign(messages)
+        signing = signer.sign(self.room_id, messages)
         ahead = self._ahead
         for record in records:
             ahead[record["seq"]] = signing
@@ -295,8 +334,9 @@ class Forms:
                 if ahead.get(record["seq"]) is signed:
                     del ahead[record["seq"]]
             if not signed.cancelled() and signed.exception() is None:
-                for (key, base, record), sig in zip(jobs, signed.result(), strict=True):
-                    self._keep(key, reveals, base, sig, record)  # late ones too: a welcome may still use them
+                for (key, base, record, encoded), sig in zip(jobs, signed.result(), strict=True):
+                    if sig != UNSIGNABLE:  # late ones too: a welcome may still use them
+                        self._keep(key, _Kept(reveals, base, sig, record, encoded))
 
         signing.add_done_callback(keep)
         return signing
@@ -400,7 +440,12 @@ class Renderer:
     def encoded_for(self, key: tuple[str, frozenset[str]]) -> bytes:
         data = self._bytes.get(key)
         if data is None:
-            data = self._bytes[key] = protocol.framed(protocol.encode(self._frame(key)))
+            form, wants = key
+            if wants:
+                data = protocol.framed(protocol.encode(self._frame(key)))
+            else:
+                data = self.forms.wire(self.record, form, self.state)
+            self._bytes[key] = data
         return data
 
 

@@ -105,6 +105,28 @@ def encode(frame: Mapping[str, Any]) -> bytes:
     return data
 
 
+def with_fields(encoded: bytes, count: int, fields: bytes) -> bytes:
+    """The encoded map ``encoded`` with ``count`` more key/value pairs (``fields``, encoded) at its end:
+    the same bytes as encoding the map with those keys added last, without encoding it again."""
+    head = encoded[0]
+    if 0x80 <= head <= 0x8F:
+        size, start = head & 0x0F, 1
+    elif head == 0xDE:
+        size, start = int.from_bytes(encoded[1:3], "big"), 3
+    elif head == 0xDF:
+        size, start = int.from_bytes(encoded[1:5], "big"), 5
+    else:
+        raise ValueError("not an encoded MessagePack map")
+    size += count
+    if size < 16:
+        header = bytes((0x80 | size,))
+    elif size < 1 << 16:
+        header = b"\xde" + size.to_bytes(2, "big")
+    else:
+        header = b"\xdf" + size.to_bytes(4, "big")
+    return header + encoded[start:] + fields
+
+
 def framed(payload: bytes) -> bytes:
     """``payload`` as one unmasked, unfragmented binary WebSocket frame (RFC 6455 §5.2), server to client.
 

@@ -8,9 +8,11 @@ import os
 import signal
 import time
 
-from relay import signing
+import pytest
+
+from relay import protocol, signing
 from relay.fanout import Forms
-from relay.signer import SignerProcess
+from relay.signer import UNSIGNABLE, SignerProcess
 from relay.state import fold
 from relay.visibility import FULL, SEALED, body_of, seal
 from tests.relay.helpers import KEYRING
@@ -130,5 +132,45 @@ async def test_a_signature_made_ahead_for_an_append_that_failed_is_never_used_fo
         frame = forms.frame(other, FULL, state)
         assert frame["actor"]["id"] == "p2"
         assert signing.verify(frame, "room", KEYRING.jwks())
+    finally:
+        await signer.close()
+
+
+async def test_the_bytes_sent_are_the_signed_frame_encoded_whole() -> None:
+    # The process signs the form as encoded for the wire; the sockets get those bytes with kid and sig
+    # appended, which must be exactly the signed frame's own encoding.
+    signer = await SignerProcess.start(KEYRING.private)
+    try:
+        stored = records()
+        state = fold(stored)
+        ahead = Forms("room", KEYRING, capacity=100)
+        asked = ahead.sign_ahead(stored, state, signer)
+        assert asked is not None
+        await asyncio.wait_for(asked, 5)
+        here = Forms("room", KEYRING, capacity=100)  # signed on the loop instead
+        for record, form in ((stored[0], FULL), (stored[1], FULL), (stored[1], SEALED)):
+            for forms in (ahead, here):
+                frame = forms.frame(record, form, state)
+                assert signing.verify(frame, "room", KEYRING.jwks())
+                assert forms.wire(record, form, state) == protocol.framed(protocol.encode(frame))
+            assert ahead.frame(record, form, state) == here.frame(record, form, state)
+    finally:
+        await signer.close()
+
+
+async def test_a_frame_the_process_cannot_sign_is_left_to_the_loop_which_refuses_it() -> None:
+    signer = await SignerProcess.start(KEYRING.private)
+    try:
+        stored = records()[:1]
+        bad = {**stored[0], "seq": 2, "kind": "join", "ts": 0.5}  # a float: no canonical encoding
+        state = fold(stored)
+        forms = Forms("room", KEYRING, capacity=100)
+        asked = forms.sign_ahead([bad], state, signer)
+        assert asked is not None
+        assert await asyncio.wait_for(asked, 5) == [UNSIGNABLE]
+        assert not forms._signed
+        with pytest.raises(signing.CanonicalError):
+            forms.frame(bad, FULL, state)
+        assert signer.alive, "the process goes on signing"
     finally:
         await signer.close()
