@@ -14,6 +14,8 @@ the variables are added to the relay's environment. Shapes:
 - ``rooms100`` / ``room100``: acked rolls with 100 rooms × 1 roller / 100 rollers in one room; a fresh
   server per window, the variants taking turns.
 - ``signing``: ``room100`` with signing on and off for each variant, taking turns.
+- ``chain100``: the fan-out section's one roll at a time into a room of 100 (a fresh server per turn),
+  with the bare ``websockets`` server as one more turn unless ``--no-bare``.
 
 The machine is shared, so wall-clock rates are noisy: the figures to compare are the server's CPU per roll
 (event loop thread, other threads, the signing child) and ratios of variants measured in the same round.
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import appends, servers, tables
+from bench import appends, fanout, servers, tables
 from bench.harness import ROOT
 from bench.machine import loadavg
 
@@ -131,11 +133,46 @@ async def run_appends(
         )
 
 
+async def run_chain(variants: list[Variant], run_dir: Path, rounds: int, bare: bool) -> None:
+    calibration = await servers.calibrate(run_dir)
+    turns: list[tuple[str, str, dict[str, Any]]] = [("relay", v.name, v.start()) for v in variants]
+    if bare:
+        turns.append(("bare", "bare", {}))
+    results: dict[str, list[dict[str, Any]]] = {}
+    for i in range(rounds):
+        for kind, name, start in turns:
+            r = await fanout.measure(
+                kind,
+                run_dir,
+                calibration,
+                rooms=1,
+                per_room=100,
+                events=20,
+                chain_events=225,
+                repeats=1,
+                tag=f"ab-{name}",
+                **start,
+            )
+            results.setdefault(name, []).append(r)
+            _say(
+                f"round {i + 1} {name:>16} one at a time {r['chain_rate']:>9,.0f} deliveries/s"
+                f"  {r['chain_server_cpu_us']:.2f} µs per delivery  load {loadavg()}"
+            )
+    for name, runs in results.items():
+        rates = [r["chain_rate"] for r in runs]
+        cpus = [r["chain_server_cpu_us"] for r in runs]
+        _say(
+            f"{name:>16}: best {max(rates):>9,.0f}/s, median {statistics.median(rates):,.0f}/s,"
+            f" CPU per delivery median {statistics.median(cpus):.2f} µs (min {min(cpus):.2f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
-    parser.add_argument("--shape", choices=("tables", "rooms100", "room100", "signing"), required=True)
+    shapes = ("tables", "rooms100", "room100", "signing", "chain100")
+    parser.add_argument("--shape", choices=shapes, required=True)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-bare", action="store_true", help="tables: no bare websockets turn")
+    parser.add_argument("--no-bare", action="store_true", help="tables, chain100: no bare websockets turn")
     parser.add_argument("variants", nargs="+", help="NAME=TREE[:VAR=VALUE,...]")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tablerelay-ab-"))
@@ -146,6 +183,8 @@ def main() -> None:
             body = run_tables(variants, scratch, args.rounds, not args.no_bare)
         elif args.shape == "rooms100":
             body = run_appends(variants, scratch, args.rounds, 100, 1, False)
+        elif args.shape == "chain100":
+            body = run_chain(variants, scratch, args.rounds, not args.no_bare)
         elif args.shape == "room100":
             body = run_appends(variants, scratch, args.rounds, 1, 100, False)
         else:
