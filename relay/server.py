@@ -34,7 +34,7 @@ from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
-from relay.logs import REQUEST, get_logger
+from relay.logs import REQUEST, debug_enabled, get_logger
 from relay.looplag import LoopLag
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
@@ -237,21 +237,23 @@ class Relay:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
         elapsed = time.perf_counter() - pending.started
         self.metrics.fanout.observe(elapsed)
+        debug = debug_enabled()  # the per-event lines' values are not even built at info level
         for record in pending.records:
             kind = record["kind"]
             self.metrics.event(kind)
             if kind == "roll":
                 system = str(record["intent"].get("system", "?"))
                 self.metrics.roll(system, record["visibility"])
-                logger.debug(
-                    "rolled",
-                    room=handle.room.id,
-                    seq=record["seq"],
-                    system=system,
-                    visibility=record["visibility"],
-                    actor=record["actor"]["id"],
-                )
-            else:
+                if debug:
+                    logger.debug(
+                        "rolled",
+                        room=handle.room.id,
+                        seq=record["seq"],
+                        system=system,
+                        visibility=record["visibility"],
+                        actor=record["actor"]["id"],
+                    )
+            elif debug:
                 logger.debug("stored", room=handle.room.id, seq=record["seq"], kind=kind)
         for done in pending.done:
             done(None)
