@@ -53,6 +53,8 @@ class Config:
     # Off only to measure what signing costs (bench/): events then go out without kid and sig, which
     # every verifying client reports as a failure.
     signing: bool = True
+    # auto | uvloop | asyncio: the event loop ``serve`` runs on (relay.loops); auto takes uvloop if installed.
+    event_loop: str = "auto"
     limits: Limits = field(default_factory=Limits)
 
     @property

@@ -799,6 +799,7 @@ async def run(
                 port=port,
                 url=_url(config.host, port),
                 public_url=relay.public_base,
+                event_loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
             )
             if on_ready is not None:
                 on_ready(server, relay)
