@@ -10,7 +10,7 @@ the variables are added to the relay's environment. Shapes:
 
 - ``tables``: the many-tables section (1,000 rooms × 6, rolls to random rooms, 32 in flight); every
   variant stays up and the variants take turns, round after round, with the bare ``websockets`` server
-  as one more turn unless ``--no-bare``.
+  (on asyncio's loop and on uvloop) as two more turns unless ``--no-bare``.
 - ``rooms100`` / ``room100``: acked rolls with 100 rooms × 1 roller / 100 rollers in one room; a fresh
   server per window, the variants taking turns.
 - ``signing``: ``room100`` with signing on and off for each variant, taking turns.
@@ -73,8 +73,9 @@ def _say(text: str) -> None:
 
 async def run_tables(variants: list[Variant], run_dir: Path, rounds: int, bare: bool) -> None:
     calibration = await servers.calibrate(run_dir)
-    kinds = tuple(f"relay-{v.name}" for v in variants) + (("bare",) if bare else ())
-    options = {f"relay-{v.name}": v.start() for v in variants}
+    kinds = tuple(f"relay-{v.name}" for v in variants) + (("bare", "bare-uvloop") if bare else ())
+    options: dict[str, dict[str, Any]] = {f"relay-{v.name}": v.start() for v in variants}
+    options["bare-uvloop"] = {"extra_env": {"BENCH_PEER_LOOP": "uvloop"}}
     rows = await tables.measure(
         kinds,
         run_dir,

@@ -179,7 +179,7 @@ async def start(
         argv = [python, "-m", "bench.peers.socketio_server", "--payload", str(calibration.payload_file)]
     else:
         raise ValueError(kind)
-    process = await start_server(kind, argv, log)
+    process = await start_server(kind, argv, log, env=dict(extra_env or {}))
     return Server(kind, process)
 
 
