@@ -19,8 +19,8 @@ from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
-from relay.signer import UNSIGNABLE, SignerProcess
-from relay.signing import Keyring
+from relay.signer import SignerProcess
+from relay.signing import UNSIGNED, CanonicalError, Keyring, canonical, message, signed_part
 from relay.state import RoomState
 from relay.visibility import FULL, SEALED, audience, render
 
@@ -190,24 +190,20 @@ class Subscriber(Protocol):
 
 
 class _Kept:
-    """One (event, form) signed: the rendered form, its signature, and the record and reveal count it was
-    made for; the signed frame and its wire bytes are built the first time they are asked for."""
+    """One (event, form) signed: the rendered form, its canonical encoding (``body``: the signed keys, in
+    canonical order), its signature, and the record and reveal count it was made for. The signed frame and
+    its wire bytes are built the first time they are asked for."""
 
-    __slots__ = ("_frame", "_wire", "base", "encoded", "record", "reveals", "sig")
+    __slots__ = ("_frame", "_wire", "base", "body", "record", "reveals", "sig")
 
     def __init__(
-        self,
-        reveals: int,
-        base: dict[str, Any],
-        sig: bytes,
-        record: Mapping[str, Any],
-        encoded: bytes | None = None,
+        self, reveals: int, base: dict[str, Any], body: bytes, sig: bytes, record: Mapping[str, Any]
     ) -> None:
         self.reveals = reveals
         self.base = base
+        self.body = body
         self.sig = sig
         self.record = record
-        self.encoded = encoded  # MessagePack of ``base``, when it was made to be signed by the process
         self._frame: dict[str, Any] | None = None
         self._wire: bytes | None = None
 
@@ -217,13 +213,15 @@ class _Kept:
         return self._frame
 
     def wire(self, kid: str) -> bytes:
-        """The signed frame as one framed WebSocket message: the encoded form with ``kid`` and ``sig``
-        appended, the same bytes as encoding ``frame`` whole, without encoding the form a second time."""
+        """The signed frame as one framed WebSocket message: the canonical encoding that was signed, with
+        the keys the signature does not cover (``t``, ``kid``, ``sig``) appended. The same map as
+        ``frame``, its keys in another order (a map's order means nothing to a decoder), from the one
+        encoding the form gets."""
         if self._wire is None:
-            encoded = self.encoded if self.encoded is not None else protocol.encode(self.base)
-            fields = msgpack.packb("kid") + msgpack.packb(kid) + msgpack.packb("sig")
-            signed = protocol.with_fields(encoded, 2, fields + msgpack.packb(self.sig, use_bin_type=True))
-            self._wire = protocol.framed(signed)
+            extra = [(key, value) for key, value in self.base.items() if key in UNSIGNED]
+            extra += (("kid", kid), ("sig", self.sig))
+            fields = b"".join(msgpack.packb(item, use_bin_type=True) for pair in extra for item in pair)
+            self._wire = protocol.framed(protocol.with_fields(self.body, len(extra), fields))
         return self._wire
 
 
@@ -239,8 +237,8 @@ class Forms:
     signatures behind, and another record took its seq). Without a keyring (signing switched off, for
     benchmarks) frames go out unsigned.
 
-    The signing process (``relay.signer``) signs ahead and makes the canonical bytes itself, from the
-    form encoded as it will be sent, so the event loop encodes each form once. ``sign_ahead`` hands it
+    Each form is encoded once, canonically: the signing process (``relay.signer``) signs those bytes and
+    the sockets get them with the unsigned keys appended. ``sign_ahead`` hands the process
     the forms of records just handed to the log, so the signatures are made while SQLite commits, and
     ``prepare`` (at broadcast) waits for whatever is still missing.
     """
@@ -276,7 +274,9 @@ class Forms:
         if kept is not None and kept.base == base:
             kept.reveals, kept.record = state.reveals, record
             return kept
-        return self._keep(key, _Kept(state.reveals, base, keyring.sign(base, self.room_id), record))
+        body = canonical(signed_part(base))
+        sig = keyring.private.sign(message(body, self.room_id))
+        return self._keep(key, _Kept(state.reveals, base, body, sig, record))
 
     def _keep(self, key: tuple[int, str], kept: _Kept) -> _Kept:
         self._signed[key] = kept
@@ -313,18 +313,23 @@ class Forms:
         if keyring is None or signer is None or not signer.alive or not records:
             return None
         jobs: list[tuple[tuple[int, str], dict[str, Any], Mapping[str, Any], bytes]] = []
-        messages: list[bytes] = []
+        bodies: list[bytes] = []
         for record in records:
             seq = record["seq"]
             for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
                 base = render(record, form, state)
-                # Encoded once, here: the process makes the canonical bytes from these and signs them, and
-                # the same bytes with the signature appended are what the sockets get (``_Kept.wire``).
-                encoded = protocol.encode(base)
-                jobs.append(((seq, form), base, record, encoded))
-                messages.append(encoded)
+                try:
+                    # Encoded once, here: the process signs these bytes, and the sockets get the same
+                    # bytes with ``t``, ``kid`` and ``sig`` appended (``_Kept.wire``).
+                    body = canonical(signed_part(base))
+                except CanonicalError:
+                    continue  # never signable: ``frame`` raises it where the event is sent
+                jobs.append(((seq, form), base, record, body))
+                bodies.append(body)
+        if not jobs:
+            return None
         reveals = state.reveals
-        signing = signer.sign(self.room_id, messages)
+        signing = signer.sign(self.room_id, bodies)
         ahead = self._ahead
         for record in records:
             ahead[record["seq"]] = signing
@@ -334,9 +339,8 @@ class Forms:
                 if ahead.get(record["seq"]) is signed:
                     del ahead[record["seq"]]
             if not signed.cancelled() and signed.exception() is None:
-                for (key, base, record, encoded), sig in zip(jobs, signed.result(), strict=True):
-                    if sig != UNSIGNABLE:  # late ones too: a welcome may still use them
-                        self._keep(key, _Kept(reveals, base, sig, record, encoded))
+                for (key, base, record, body), sig in zip(jobs, signed.result(), strict=True):
+                    self._keep(key, _Kept(reveals, base, body, sig, record))  # late ones too: welcomes
 
         signing.add_done_callback(keep)
         return signing

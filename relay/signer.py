@@ -8,12 +8,10 @@ group of events committed together.
 
 The pipe protocol: the parent first writes the 32-byte private key; then each request (one per loop
 iteration, holding every ``sign`` call made in it) is a count and that many messages, each its room id
-and an event frame as the sockets get it before ``kid`` and ``sig`` (MessagePack, ``relay.protocol``),
-both length-prefixed; each answer is the count and that many 64-byte signatures, in request order. The
-child decodes each frame and signs its canonical bytes (``relay.signing.signed_bytes``), so the event
-loop encodes a form only once, for the wire; a frame it cannot sign (a float in it, say) gets 64 zero
-bytes, ``UNSIGNABLE``, and the loop then signs it itself, raising what the encoding raises. The key
-travels over the pipe, never in the command line or the environment.
+and the canonical encoding of an event's signed part (the one encoding a form gets: the sockets get the
+same bytes with ``t``, ``kid`` and ``sig`` appended), both length-prefixed; the child signs
+``relay.signing.message`` of them. Each answer is the count and that many 64-byte signatures, in request
+order. The key travels over the pipe, never in the command line or the environment.
 """
 
 from __future__ import annotations
@@ -25,18 +23,16 @@ import struct
 import sys
 from collections import deque
 
-import msgpack
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay.logs import get_logger
-from relay.signing import signed_bytes
+from relay.signing import message
 
 logger = get_logger("relay.signer")
 COUNT = struct.Struct(">I")
 ROOM = struct.Struct(">H")
 SIGNATURE = 64
-UNSIGNABLE = bytes(SIGNATURE)
 
 
 class SignerGone(RuntimeError):
@@ -72,8 +68,8 @@ class SignerProcess:
         process.stdin.write(raw)
         return cls(process)
 
-    def sign(self, room_id: str, frames: list[bytes]) -> asyncio.Future[list[bytes]]:
-        """Signatures of ``frames`` (encoded event frames without ``kid`` and ``sig``) for ``room_id``."""
+    def sign(self, room_id: str, bodies: list[bytes]) -> asyncio.Future[list[bytes]]:
+        """Signatures of ``bodies`` (canonical encodings of events' signed parts) in room ``room_id``."""
         future: asyncio.Future[list[bytes]] = asyncio.get_running_loop().create_future()
         stdin = self.process.stdin
         if not self.alive or stdin is None or stdin.is_closing():
@@ -84,11 +80,11 @@ class SignerProcess:
             # write to the pipe wakes the child, and every answer wakes the loop, which costs more than
             # the bytes do (with a thousand small tables, each iteration commits rolls of dozens of rooms).
             asyncio.get_running_loop().call_soon(self._send)
-        self._calls.append((len(frames), future))
+        self._calls.append((len(bodies), future))
         room = room_id.encode()
         prefix = ROOM.pack(len(room)) + room
-        for frame in frames:
-            self._unsent += (prefix, COUNT.pack(len(frame)), frame)
+        for body in bodies:
+            self._unsent += (prefix, COUNT.pack(len(body)), body)
         return future
 
     def flush(self) -> None:
@@ -177,12 +173,7 @@ def _serve() -> None:
             (size,) = ROOM.unpack(source.read(ROOM.size))
             room_id = source.read(size).decode()
             (length,) = COUNT.unpack(source.read(COUNT.size))
-            frame = source.read(length)
-            try:
-                event = msgpack.unpackb(frame, raw=False, strict_map_key=False)
-                signatures.append(sign(signed_bytes(event, room_id)))
-            except (ValueError, TypeError):  # CanonicalError is a ValueError; so is bad MessagePack
-                signatures.append(UNSIGNABLE)
+            signatures.append(sign(message(source.read(length), room_id)))
         sink.write(COUNT.pack(count) + b"".join(signatures))
         sink.flush()
 

@@ -12,7 +12,7 @@ import pytest
 
 from relay import protocol, signing
 from relay.fanout import Forms
-from relay.signer import UNSIGNABLE, SignerProcess
+from relay.signer import SignerProcess
 from relay.state import fold
 from relay.visibility import FULL, SEALED, body_of, seal
 from tests.relay.helpers import KEYRING
@@ -136,9 +136,9 @@ async def test_a_signature_made_ahead_for_an_append_that_failed_is_never_used_fo
         await signer.close()
 
 
-async def test_the_bytes_sent_are_the_signed_frame_encoded_whole() -> None:
-    # The process signs the form as encoded for the wire; the sockets get those bytes with kid and sig
-    # appended, which must be exactly the signed frame's own encoding.
+async def test_the_bytes_sent_are_the_signed_frame_from_the_one_encoding_that_was_signed() -> None:
+    # Each form is encoded once, canonically; the process signs those bytes and the sockets get them with
+    # t, kid and sig appended: the signed frame itself, whoever signed it.
     signer = await SignerProcess.start(KEYRING.private)
     try:
         stored = records()
@@ -152,25 +152,31 @@ async def test_the_bytes_sent_are_the_signed_frame_encoded_whole() -> None:
             for forms in (ahead, here):
                 frame = forms.frame(record, form, state)
                 assert signing.verify(frame, "room", KEYRING.jwks())
-                assert forms.wire(record, form, state) == protocol.framed(protocol.encode(frame))
+                wire = forms.wire(record, form, state)
+                payload = protocol.decode(wire[2:] if wire[1] < 126 else wire[4:])
+                assert payload == frame
+                assert list(payload)[-2:] == ["kid", "sig"]
+                body = signing.canonical(signing.signed_part(frame))
+                assert body[1:] in wire, "the signed bytes (after their one-byte map header), as sent"
             assert ahead.frame(record, form, state) == here.frame(record, form, state)
     finally:
         await signer.close()
 
 
-async def test_a_frame_the_process_cannot_sign_is_left_to_the_loop_which_refuses_it() -> None:
+async def test_a_form_without_a_canonical_encoding_is_refused_where_it_is_sent() -> None:
     signer = await SignerProcess.start(KEYRING.private)
     try:
         stored = records()[:1]
         bad = {**stored[0], "seq": 2, "kind": "join", "ts": 0.5}  # a float: no canonical encoding
         state = fold(stored)
         forms = Forms("room", KEYRING, capacity=100)
-        asked = forms.sign_ahead([bad], state, signer)
-        assert asked is not None
-        assert await asyncio.wait_for(asked, 5) == [UNSIGNABLE]
-        assert not forms._signed
+        assert forms.sign_ahead([bad], state, signer) is None, "nothing the process could sign"
+        assert forms.prepare([bad], state, signer) is None
         with pytest.raises(signing.CanonicalError):
             forms.frame(bad, FULL, state)
         assert signer.alive, "the process goes on signing"
+        good = forms.sign_ahead(stored, state, signer)
+        assert good is not None
+        await asyncio.wait_for(good, 5)
     finally:
         await signer.close()
