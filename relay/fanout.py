@@ -194,18 +194,17 @@ class _Kept:
     canonical order), its signature, and the record and reveal count it was made for. The signed frame and
     its wire bytes are built the first time they are asked for."""
 
-    __slots__ = ("_frame", "_wire", "base", "body", "record", "reveals", "sig")
+    __slots__ = ("_frame", "base", "body", "record", "reveals", "sig")
 
     def __init__(
         self, reveals: int, base: dict[str, Any], body: bytes, sig: bytes, record: Mapping[str, Any]
     ) -> None:
         self.reveals = reveals
         self.base = base
-        self.body = body
+        self.body: bytes | None = body  # let go once the wire bytes are made: a kept form stays small
         self.sig = sig
         self.record = record
         self._frame: dict[str, Any] | None = None
-        self._wire: bytes | None = None
 
     def frame(self, kid: str) -> dict[str, Any]:
         if self._frame is None:
@@ -216,13 +215,15 @@ class _Kept:
         """The signed frame as one framed WebSocket message: the canonical encoding that was signed, with
         the keys the signature does not cover (``t``, ``kid``, ``sig``) appended. The same map as
         ``frame``, its keys in another order (a map's order means nothing to a decoder), from the one
-        encoding the form gets."""
-        if self._wire is None:
-            extra = [(key, value) for key, value in self.base.items() if key in UNSIGNED]
-            extra += (("kid", kid), ("sig", self.sig))
-            fields = b"".join(msgpack.packb(item, use_bin_type=True) for pair in extra for item in pair)
-            self._wire = protocol.framed(protocol.with_fields(self.body, len(extra), fields))
-        return self._wire
+        encoding the form gets. Made once per broadcast (``Renderer`` keeps it for every socket), not kept
+        here: welcomes use ``frame``."""
+        body, self.body = self.body, None
+        if body is None:
+            body = canonical(signed_part(self.base))
+        extra = [(key, value) for key, value in self.base.items() if key in UNSIGNED]
+        extra += (("kid", kid), ("sig", self.sig))
+        fields = b"".join(msgpack.packb(item, use_bin_type=True) for pair in extra for item in pair)
+        return protocol.framed(protocol.with_fields(body, len(extra), fields))
 
 
 class Forms:
