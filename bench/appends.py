@@ -28,6 +28,7 @@ from bench import servers
 from bench.harness import close_all, cpu_seconds, gather_expect, split, start_clients
 from bench.profile import Sampler
 from bench.servers import Calibration
+from bench.tables import split_cpu
 from relay.log.sqlite import SqliteLog
 
 
@@ -42,10 +43,14 @@ async def measure(
     repeats: int = 2,
     profile: Path | None = None,
     signing: bool = True,
+    **start: Any,
 ) -> dict[str, Any]:
-    """Acknowledged rolls per second; ``profile`` samples the server (py-spy) in the measured window."""
+    """Acknowledged rolls per second; ``profile`` samples the server (py-spy) in the measured window.
+
+    ``start`` adds ``servers.start`` arguments (``bench.ab``'s variants: a source tree, environment).
+    """
     server = await servers.start(
-        "relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}", signing=signing
+        "relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}", signing=signing, **start
     )
     groups = []
     try:
@@ -77,21 +82,24 @@ async def measure(
             sampler = Sampler(server.pid, profile) if profile is not None and last else None
             async with sampler or contextlib.nullcontext():
                 cpu0 = server.process.cpu_seconds()
+                split0 = split_cpu(server.pid)
                 client0 = sum(cpu_seconds(g.proc.pid) for g in groups)
                 for group in groups:
                     group.send(cmd="go", duration=length)
                 done = await gather_expect(groups, "done", length + 60)
                 cpu = server.process.cpu_seconds() - cpu0
+                split1 = split_cpu(server.pid)
+                by = {k: v - split0.get(k, 0.0) for k, v in split1.items() if v > split0.get(k, 0.0)}
                 client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
             if sampler is not None:
                 sampler_result = sampler.result
             if i > 0:
-                windows.append((sum(d["acks"] for d in done), cpu, client_cpu, done))
+                windows.append((sum(d["acks"] for d in done), cpu, client_cpu, done, by))
     finally:
         await close_all(groups)
         await server.stop()
     # The best window: on a shared machine, interference only ever slows one down.
-    acks, cpu, client_cpu, done = max(windows, key=lambda w: w[0])
+    acks, cpu, client_cpu, done, by = max(windows, key=lambda w: w[0])
     errors: dict[str, int] = {}
     for d in done:
         for code, n in (d.get("errors") or {}).items():
@@ -109,6 +117,9 @@ async def measure(
         # Cores busy on average: the server, and the roller processes.
         "server_cpu": cpu / seconds,
         "client_cpu": client_cpu / seconds,
+        # Server CPU per acked roll (µs), all of it and by thread (event loop, others, signing child).
+        "cpu_us_per_roll": 1e6 * cpu / max(1, acks),
+        "cpu_us_per_roll_by": {k: round(1e6 * v / max(1, acks), 1) for k, v in by.items()},
         "errors": errors,
         **({"profile": sampler_result} if sampler_result is not None else {}),
     }

@@ -164,15 +164,19 @@ async def measure(
     profile: Path | None = None,
     profile_seconds: float = 2.5,
     signing: bool = True,
+    **start: Any,
 ) -> dict[str, Any]:
     """Deliveries per second of roll events to ``rooms`` rooms of ``per_room`` members on a fresh server.
 
     Bursts of ``events`` rolls per room, then (if ``chain_events``) chains of that many rolls, one in
     flight per room. The best of ``repeats`` is kept for each: on a shared machine, interference only
     ever slows a run down. ``profile`` adds py-spy samples of further bursts and chains (not counted).
+    ``start`` adds ``servers.start`` arguments (``bench.ab``'s variants).
     """
     started = time.monotonic()
-    server = await servers.start(kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}", signing=signing)
+    server = await servers.start(
+        kind, run_dir, calibration, f"{tag}-{rooms}x{per_room}", signing=signing, **start
+    )
     profiles: dict[str, Any] = {}
     chains: list[dict[str, Any]] = []
     try:

@@ -122,7 +122,12 @@ class ServerProcess:
 
 
 async def start_server(
-    kind: str, argv: Sequence[str], log: Path, env: dict[str, str] | None = None, data: Path | None = None
+    kind: str,
+    argv: Sequence[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    data: Path | None = None,
+    cwd: Path = ROOT,
 ) -> ServerProcess:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
@@ -131,7 +136,7 @@ async def start_server(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=out,
-            cwd=ROOT,
+            cwd=cwd,
             env={**os.environ, **(env or {})},
             preexec_fn=raise_nofile,
         )

@@ -9,6 +9,7 @@ were measured and reads the profiles that came with them.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -864,8 +865,9 @@ Server CPU (µs, all threads) in the same runs:
 
 {table(["", "signing on", "signing off"], cpu_rows)}
 
-Each event and audience form costs one canonical encoding on the event loop (about 5 µs for a roll) and one
-Ed25519 signature (about 30 µs), made by the relay's signing process on the other core; the server CPU
+Each event and audience form is encoded once on the event loop, as the sockets get it; the relay's
+signing process, on the other core, makes its canonical bytes and one Ed25519 signature (about 30 µs)
+while SQLite commits the roll, so the event usually leaves in the same write as its ack; the server CPU
 above counts both processes. A signature is made once however many sockets receive the event, so fan-out
 barely notices it; acked rolls pay it once per roll, against 110–150 µs of other work, and on a machine
 whose cores are busy with other work the signing process has to wait for one, which is where the ratio
@@ -1220,9 +1222,10 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
     value = goals.get("tables_p99")
     if value is not None and value > GOAL_TABLES_P99:
         out.append(
-            "- Many tables, p99: a roll passes the event loop three times (read, commit done, signed) with "
-            "the SQLite writer thread and the signing process between; each pass waits behind everything "
-            "else the loop has to do, and on the shared machine each hand-off can wait for a core."
+            "- Many tables, p99: a roll passes the event loop twice (read, commit done) with the SQLite "
+            "writer thread and the signing process working side by side between, and a third time when "
+            "the signature comes back after the commit; each pass waits behind everything else the loop "
+            "has to do, and on the shared machine each hand-off can wait for a core."
         )
     rooms = _find(apps, rooms=100, rollers_per_room=1)
     value = goals.get("rooms_appends")
@@ -1232,7 +1235,9 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"{100 * rooms['server_cpu']:.0f} % busy at {1e6 * rooms['server_cpu'] / rooms['rate']:,.0f} µs "
             "per roll (both processes). Each roller waits for its own ack, so the rate is 100 ÷ the round "
             "trip (frame in, a SQLite commit on the writer thread, the ack out); the rolls of an iteration "
-            "share a commit, but each still costs its own read, resolve, ack write and event write."
+            "share a commit, but each still costs its own read, resolve and write (ack and event together "
+            "when the signature is back before the commit), and every hand-off to the writer thread is a "
+            "GIL hand-over that waits behind the busy event loop."
         )
     value = goals.get("small_chain_bare")
     small = [_find(fan, kind=k, members=100) for k in ("relay", "bare")]
@@ -1241,8 +1246,36 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"- One roll at a time into a room of 100: {value:.2f}× bare. Per delivery the relay used "
             f"{small[0]['chain_server_cpu_us']:.1f} µs of CPU and the bare server "
             f"{small[1]['chain_server_cpu_us']:.1f} µs; with 100 deliveries per roll the roll's fixed cost "
-            "(the commit, the ack, the signature round trip) weighs a tenth of what it does at 1,000, and "
-            "with one roll in flight every hop between threads and processes is wall time."
+            "(the commit and the signature, made side by side, and the ack) weighs a tenth of what it does "
+            "at 1,000, and with one roll in flight every hop between threads and processes is wall time."
+        )
+    value = goals.get("signing_appends")
+    runs = (sections.get("signing") or {}).get("appends", [])
+    split = {
+        mode: [
+            r["cpu_us_per_roll_by"]
+            for r in runs
+            if r.get("signing", True) is mode and "cpu_us_per_roll_by" in r
+        ]
+        for mode in (True, False)
+    }
+    if value is not None and value < GOAL_SIGNING and split[True] and split[False]:
+
+        def median(mode: bool, name: str) -> float:
+            return statistics.median(by.get(name, 0.0) for by in split[mode])
+
+        out.append(
+            f"- Acked rolls, signing on ÷ off: {value:.2f}×. Per acked roll (medians of the runs) the event "
+            f"loop used {median(True, 'event loop thread'):.0f} µs signed against "
+            f"{median(False, 'event loop thread'):.0f} µs unsigned, and the signing process "
+            f"{median(True, 'child processes'):.0f} µs. The loop's extra is the event's canonical encoding "
+            "(the one encoding a form gets), the request to the signing process and its answer; the "
+            "Ed25519 signature itself runs in the signing process beside the loop, but on two cores "
+            "shared with the 100 rollers (and any other work) its CPU comes out of the same two cores, "
+            "and an answer that comes after the commit sends the event in a second write. One signature "
+            "per event and form is the contract (spec/signing.md); a core to spare for the signing "
+            "process, or a compiled canonical encoder on the loop (measured in the table of changes), is "
+            "what would close the gap."
         )
     return out
 
@@ -1253,12 +1286,14 @@ def _tables_floor(relay: dict[str, Any], bare: dict[str, Any]) -> str:
     return (
         f"Server CPU per roll {relay['server_cpu_us_per_roll']:.0f} µs against the bare server's "
         f"{bare['server_cpu_us_per_roll']:.0f} µs ({parts}). The bare server's whole cost is one read and "
-        "seven `send()`s; the relay makes eight writes (the roller gets its ack, then its event), and its "
-        "event loop also parses and resolves the roll, hands it to the SQLite writer thread, encodes the "
-        "ack and the signed form, and writes to the signing process's pipe; the writer thread's "
-        "transaction (a commit per loop iteration, a few rolls each at this rate) and the signing process "
-        "come on top. In the profile most of the loop's samples are system calls (socket writes, the "
-        "pipe write that wakes the signer, `epoll`), not the relay's Python"
+        "seven `send()`s; the relay makes the same seven writes when the signature is back before the "
+        "commit (the roller's ack and event leave together; eight when it is not), and its event loop also "
+        "parses and resolves the roll, hands it to the SQLite writer thread, encodes the ack and the event "
+        "form, and writes the form to the signing process's pipe; the writer thread's insert (one "
+        "statement per loop iteration, a few rolls each at this rate) and the signing process (canonical "
+        "bytes and the signature) come on top. In the profile most of the loop's samples are system calls "
+        "(socket writes, the pipe write that wakes the signer, `epoll`) and waits for the GIL while the "
+        "writer thread holds it, not the relay's Python"
     )
 
 
@@ -1267,8 +1302,9 @@ def method_section(results: dict[str, Any]) -> str:
     return f"""## Method
 
 - **Three servers, one harness.** Each measurement starts a fresh server process: tablerelay
-  (`tablerelay serve`, SQLite in a fresh data folder, default durability, info logs to a file), a bare
-  `websockets` server (`bench/peers/bare_ws.py`: answers every message with one `broadcast()` of a
+  (`tablerelay serve`, SQLite in a fresh data folder, default durability, info logs to a file, on uvloop,
+  its default event loop), a bare `websockets` server on asyncio's own loop, as websockets runs by default
+  (`bench/peers/bare_ws.py`: answers every message with one `broadcast()` of a
   precomputed frame of the relay's roll-event size, {cal["frame_size"]} bytes, only its 4-byte seq patched
   in: no parsing, storage or dice; the floor of our stack) and python-socketio on aiohttp
   (`bench/peers/socketio_server.py`: `emit` to a room of the same roll event as a JSON object,

@@ -16,6 +16,7 @@ import asyncio
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import msgpack
 from websockets.asyncio.client import connect
 
-from bench.harness import VENV_BIN, ServerProcess, start_server
+from bench.harness import ROOT, VENV_BIN, ServerProcess, start_server
 from relay import auth
 from relay.config import load
 from relay.log.sqlite import connect as db_connect
@@ -138,17 +139,25 @@ async def start(
     traced: Path | None = None,
     signing: bool = True,
     uvloop: bool = False,
+    source: Path | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> Server:
     """A fresh server of ``kind``; ``traced`` (relay only) runs it under tracemalloc, see relay_traced.
 
     ``signing=False`` starts the relay with event signing off (``TABLERELAY_SIGNING=off``), only so the
-    signing section can measure what signing costs.
+    signing section can measure what signing costs. ``source`` (relay only) runs the relay and rules code
+    of another tree (an export of an earlier commit, for ``bench.ab``); ``extra_env`` adds variables to
+    its environment.
     """
     log = run_dir / f"{tag}-{kind}.log"
     if kind == "relay":
         data = Path(tempfile.mkdtemp(prefix="tablerelay-bench-", dir=run_dir))
         serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--data", str(data)]
-        env = dict(RELAY_ENV)
+        env = {**RELAY_ENV, **(extra_env or {})}
+        if source is not None:
+            # Ahead of the editable install; the working directory (the signing child's first import
+            # path) is that tree too.
+            env["PYTHONPATH"] = str(source)
         if not signing:
             env["TABLERELAY_SIGNING"] = "off"
         if uvloop:
@@ -161,7 +170,7 @@ async def start(
         else:
             argv = [str(VENV_BIN / "python"), "-m", "bench.relay_traced", *serve]
             env["BENCH_TRACE_OUT"] = str(traced)
-        process = await start_server(kind, argv, log, env=env, data=data)
+        process = await start_server(kind, argv, log, env=env, data=data, cwd=source or ROOT)
         return Server(kind, process, secret=auth.load_secret(data, None))
     assert calibration is not None
     python = str(VENV_BIN / "python")
@@ -171,7 +180,7 @@ async def start(
         argv = [python, "-m", "bench.peers.socketio_server", "--payload", str(calibration.payload_file)]
     else:
         raise ValueError(kind)
-    process = await start_server(kind, argv, log)
+    process = await start_server(kind, argv, log, env=dict(extra_env or {}))
     return Server(kind, process)
 
 

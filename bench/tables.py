@@ -20,6 +20,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,12 @@ async def run_once(
     await gather_expect(receivers, "armed", 30)
     pids = {"server": [server_pid, *children(server_pid)], "receivers": [g.proc.pid for g in receivers]}
     before = cpu_of(pids)
-    split0 = _split(server_pid)
+    split0 = split_cpu(server_pid)
     driver.send(cmd="window", rooms=picks, window=window, timeout=120)
     sent = await driver.expect("window", 150)
     done = await gather_expect(receivers, "done", 150)
     after = cpu_of(pids)
-    split1 = _split(server_pid)
+    split1 = split_cpu(server_pid)
     received = sum(d["received"] for d in done)
     expected = sum(d["expected"] for d in done)
     elapsed = (max(d["last"] for d in done) - sent["t0"]) / 1000
@@ -93,7 +94,7 @@ async def run_once(
     }
 
 
-def _split(pid: int) -> dict[str, float]:
+def split_cpu(pid: int) -> dict[str, float]:
     """CPU seconds so far of the server's main thread (the event loop), of its other threads (the relay's
     SQLite writer and readers) and of its child processes (the relay's signing process)."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -138,8 +139,13 @@ async def measure(
     rounds: int,
     profile: Path | None = None,
     profile_seconds: float = 2.5,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per server kind; both servers stay up and take turns, so load falls on both alike."""
+    """One row per server kind; both servers stay up and take turns, so load falls on both alike.
+
+    ``options`` adds ``servers.start`` arguments per kind: ``bench.ab`` names relay variants
+    ``relay-<name>`` and gives each its source tree and environment.
+    """
     started = time.monotonic()
     up: dict[str, tuple[servers.Server, Clients, list[Clients]]] = {}
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
@@ -154,6 +160,7 @@ async def measure(
                 f"tables-{kind}-{rooms}x{per_room}",
                 signing=kind != "relay-unsigned",
                 uvloop=kind == "relay-uvloop",
+                **(options or {}).get(kind, {}),
             )
             try:
                 driver, receivers = await open_room_clients(

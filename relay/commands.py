@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from relay import admission, auth, logs, public, signing
+from relay import admission, auth, logs, loops, public, signing
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import (
@@ -65,9 +65,14 @@ def serve_command(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         return await run(config, stop, keyring=keyring)
 
+    try:
+        _, loop_factory = loops.factory(config.event_loop)
+    except ValueError as exc:
+        return _fail(str(exc))
     settle_gc()
     try:
-        clean = asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            clean = runner.run(main())
     except OSError as exc:
         import structlog
 

@@ -62,6 +62,8 @@ class Config:
     origins: str | None = None
     # Reverse proxies whose X-Forwarded-For names the client (IPs or networks, a comma list); unset: none.
     trusted_proxies: str | None = None
+    # auto | uvloop | asyncio: the event loop ``serve`` runs on (relay.loops); auto takes uvloop if installed.
+    event_loop: str = "auto"
     limits: Limits = field(default_factory=Limits)
 
     @property

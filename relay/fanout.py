@@ -13,12 +13,14 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+import msgpack
+
 from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
 from relay.signer import SignerProcess
-from relay.signing import Keyring, signed_bytes
+from relay.signing import UNSIGNED, CanonicalError, Keyring, canonical, message, signed_part
 from relay.state import RoomState
 from relay.visibility import FULL, SEALED, audience, render
 
@@ -187,27 +189,70 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
+class _Kept:
+    """One (event, form) signed: the rendered form, its canonical encoding (``body``: the signed keys, in
+    canonical order), its signature, and the record and reveal count it was made for. The signed frame and
+    its wire bytes are built the first time they are asked for."""
+
+    __slots__ = ("_frame", "base", "body", "record", "reveals", "sig")
+
+    def __init__(
+        self, reveals: int, base: dict[str, Any], body: bytes, sig: bytes, record: Mapping[str, Any]
+    ) -> None:
+        self.reveals = reveals
+        self.base = base
+        self.body: bytes | None = body  # let go once the wire bytes are made: a kept form stays small
+        self.sig = sig
+        self.record = record
+        self._frame: dict[str, Any] | None = None
+
+    def frame(self, kid: str) -> dict[str, Any]:
+        if self._frame is None:
+            self._frame = {**self.base, "kid": kid, "sig": self.sig}
+        return self._frame
+
+    def wire(self, kid: str) -> bytes:
+        """The signed frame as one framed WebSocket message: the canonical encoding that was signed, with
+        the keys the signature does not cover (``t``, ``kid``, ``sig``) appended. The same map as
+        ``frame``, its keys in another order (a map's order means nothing to a decoder), from the one
+        encoding the form gets. Made once per broadcast (``Renderer`` keeps it for every socket), not kept
+        here: welcomes use ``frame``."""
+        body, self.body = self.body, None
+        if body is None:
+            body = canonical(signed_part(self.base))
+        extra = [(key, value) for key, value in self.base.items() if key in UNSIGNED]
+        extra += (("kid", kid), ("sig", self.sig))
+        fields = b"".join(msgpack.packb(item, use_bin_type=True) for pair in extra for item in pair)
+        return protocol.framed(protocol.with_fields(body, len(extra), fields))
+
+
 class Forms:
     """A room's events in each audience form, signed: every (event, form) is signed once, not per socket.
 
     ``frame`` renders a record in a form and returns it with ``kid`` and ``sig``. The signed frame is
-    kept (those of the last ``capacity`` seqs) with the room's reveal count, and returned again while no
-    reveal came since, or while the form still renders the same: so the live broadcast and every
-    welcome that shows the event in that form share one signature. A form that changed (a roll after
-    its reveal, a resource event whose cause was revealed) is signed anew. Without a keyring (signing
-    switched off, for benchmarks) frames go out unsigned.
+    kept (the last ``capacity`` of them) with the record it was made from and the room's reveal count,
+    and returned again for that same record while no reveal came since, or while the form still renders
+    the same: so the live broadcast and every welcome that shows the event in that form share one
+    signature. A form that changed (a roll after its reveal, a resource event whose cause was revealed)
+    is signed anew, and so is a record that is not the one signed (an append that failed left its
+    signatures behind, and another record took its seq). Without a keyring (signing switched off, for
+    benchmarks) frames go out unsigned. Only the forms of the room's last ``capacity`` seqs are kept,
+    so a loaded room's memory is bounded by events; an older form (a long resume gap) is signed for the
+    welcome that asked and not kept, so it never pushes out the recent forms every welcome shows.
 
-    ``prepare`` has the forms that newly committed records are about to be broadcast in signed ahead by
-    the signing process (``relay.signer``), so the event loop keeps only the canonical encoding;
-    ``frame`` then finds those signatures.
+    Each form is encoded once, canonically: the signing process (``relay.signer``) signs those bytes and
+    the sockets get them with the unsigned keys appended. ``sign_ahead`` hands the process
+    the forms of records just handed to the log, so the signatures are made while SQLite commits, and
+    ``prepare`` (at broadcast) waits for whatever is still missing.
     """
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
         self.room_id = room_id
         self.keyring = keyring
         self.capacity = capacity
-        # (seq, form) -> (the state's reveal count, the rendered form, the same signed)
-        self._signed: dict[tuple[int, str], tuple[int, dict[str, Any], dict[str, Any]]] = {}
+        self._signed: dict[tuple[int, str], _Kept] = {}  # (seq, form) -> its signature, kept
+        # seq -> the signing process's answer still awaited for that record's forms
+        self._ahead: dict[int, asyncio.Future[list[bytes]]] = {}
         self._newest = 0  # the highest seq kept
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
@@ -215,34 +260,102 @@ class Forms:
         keyring = self.keyring
         if keyring is None:
             return render(record, form, state)
-        key = (record["seq"], form)
-        cached = self._signed.get(key)
-        if cached is not None and cached[0] == state.reveals:
-            return cached[2]
-        base = render(record, form, state)
-        if cached is not None and cached[1] == base:
-            self._signed[key] = (state.reveals, base, cached[2])
-            return cached[2]
-        return self._keep(key, state.reveals, base, keyring.sign(base, self.room_id))
+        return self._kept(record, form, state, keyring).frame(keyring.kid)
 
-    def _keep(self, key: tuple[int, str], reveals: int, base: dict[str, Any], sig: bytes) -> dict[str, Any]:
-        assert self.keyring is not None
-        signed = {**base, "kid": self.keyring.kid, "sig": sig}
-        # Kept: the forms of the room's last ``capacity`` seqs, so a loaded room's memory is bounded by
-        # events, not by how long it has been loaded. An older form (a long resume gap) is signed for the
-        # welcome that asked and not kept, so it never pushes out the recent forms every welcome shows.
+    def wire(self, record: Mapping[str, Any], form: str, state: RoomState) -> bytes:
+        """``frame`` encoded and framed for a socket (the bytes every socket of that audience gets)."""
+        keyring = self.keyring
+        if keyring is None:
+            return protocol.framed(protocol.encode(render(record, form, state)))
+        return self._kept(record, form, state, keyring).wire(keyring.kid)
+
+    def _kept(self, record: Mapping[str, Any], form: str, state: RoomState, keyring: Keyring) -> _Kept:
+        key = (record["seq"], form)
+        kept = self._signed.get(key)
+        if kept is not None and kept.reveals == state.reveals and kept.record is record:
+            return kept
+        base = render(record, form, state)
+        if kept is not None and kept.base == base:
+            kept.reveals, kept.record = state.reveals, record
+            return kept
+        body = canonical(signed_part(base))
+        sig = keyring.private.sign(message(body, self.room_id))
+        return self._keep(key, _Kept(state.reveals, base, body, sig, record))
+
+    def _keep(self, key: tuple[int, str], kept: _Kept) -> _Kept:
         seq = key[0]
         if seq > self._newest:
             self._newest = seq
         cutoff = self._newest - self.capacity
         if seq <= cutoff:
-            return signed
-        kept = self._signed
-        kept[key] = (reveals, base, signed)
-        first = next(iter(kept))  # the first kept: dicts keep insertion order, about seq order
+            return kept
+        signed = self._signed
+        signed[key] = kept
+        first = next(iter(signed))  # the first kept: dicts keep insertion order, about seq order
         if first[0] <= cutoff:
-            del kept[first]
-        return signed
+            del signed[first]
+        return kept
+
+    def _signed_now(self, record: Mapping[str, Any], state: RoomState) -> bool:
+        """Every form ``record`` is broadcast in has its signature kept, valid for ``state``."""
+        seq = record["seq"]
+        for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
+            kept = self._signed.get((seq, form))
+            if kept is None:
+                return False
+            if kept.reveals != state.reveals or kept.record is not record:
+                # Signed against another state (ahead of a reveal that was then in flight) or another
+                # record object: still good if the form renders the same.
+                if kept.base != render(record, form, state):
+                    return False
+                kept.reveals, kept.record = state.reveals, record
+        return True
+
+    def sign_ahead(
+        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: SignerProcess | None
+    ) -> asyncio.Future[list[bytes]] | None:
+        """Have ``signer`` sign the forms ``records`` will be broadcast in, as of ``state``; None when
+        there is nothing to sign or nobody to sign it (signing off, the process gone).
+
+        Called as the records are handed to the log (``state`` is then the room's pending state, which
+        renders them as the committed state will unless a reveal slips in between, and ``prepare`` checks
+        that), so a signature is usually back before the commit is and the event leaves with its ack.
+        """
+        keyring = self.keyring
+        if keyring is None or signer is None or not signer.alive or not records:
+            return None
+        jobs: list[tuple[tuple[int, str], dict[str, Any], Mapping[str, Any], bytes]] = []
+        bodies: list[bytes] = []
+        for record in records:
+            seq = record["seq"]
+            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
+                base = render(record, form, state)
+                try:
+                    # Encoded once, here: the process signs these bytes, and the sockets get the same
+                    # bytes with ``t``, ``kid`` and ``sig`` appended (``_Kept.wire``).
+                    body = canonical(signed_part(base))
+                except CanonicalError:
+                    continue  # never signable: ``frame`` raises it where the event is sent
+                jobs.append(((seq, form), base, record, body))
+                bodies.append(body)
+        if not jobs:
+            return None
+        reveals = state.reveals
+        signing = signer.sign(self.room_id, bodies)
+        ahead = self._ahead
+        for record in records:
+            ahead[record["seq"]] = signing
+
+        def keep(signed: asyncio.Future[list[bytes]]) -> None:
+            for record in records:
+                if ahead.get(record["seq"]) is signed:
+                    del ahead[record["seq"]]
+            if not signed.cancelled() and signed.exception() is None:
+                for (key, base, record, body), sig in zip(jobs, signed.result(), strict=True):
+                    self._keep(key, _Kept(reveals, base, body, sig, record))  # late ones too: welcomes
+
+        signing.add_done_callback(keep)
+        return signing
 
     def prepare(
         self,
@@ -251,42 +364,51 @@ class Forms:
         signer: SignerProcess | None,
         wait: float = SIGNER_WAIT,
     ) -> asyncio.Future[None] | None:
-        """Have ``signer`` sign the forms ``records`` will be broadcast in; done once they are kept here,
-        or after ``wait`` seconds at most.
+        """Before ``records`` are broadcast: None when every form they go out in is signed already (or
+        there is nothing to wait for: signing is off, the signing process is gone); else a future done once
+        the signing process has answered for them, or after ``wait`` seconds at most.
 
-        Every record has its full form; a hidden roll also its sealed placeholder. None when there is
-        nothing to wait for (signing is off, or the signing process is gone). Whatever is not signed when
-        the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy machine delays
-        events by ``wait`` at most, never by however long the scheduler keeps it waiting.
+        Forms still missing and not already asked for (by ``sign_ahead``) are asked for now. Whatever is
+        not signed when the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy
+        machine delays events by ``wait`` at most, never by however long the scheduler keeps it waiting.
         """
-        keyring = self.keyring
-        if keyring is None or signer is None or not signer.alive or not records:
+        if self.keyring is None or not records:
             return None
-        room_id = self.room_id
-        jobs: list[tuple[tuple[int, str], dict[str, Any], bytes]] = []
+        waits: dict[asyncio.Future[list[bytes]], None] = {}
+        unasked: list[Mapping[str, Any]] = []
         for record in records:
-            seq = record["seq"]
-            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
-                base = render(record, form, state)
-                jobs.append(((seq, form), base, signed_bytes(base, room_id)))
-        reveals = state.reveals
-        signing = signer.sign([message for _, _, message in jobs])
+            if self._signed_now(record, state):
+                continue
+            asked = self._ahead.get(record["seq"])
+            if asked is not None:
+                waits[asked] = None
+            else:
+                unasked.append(record)
+        if unasked:
+            asked = self.sign_ahead(unasked, state, signer)
+            if asked is not None:
+                waits[asked] = None
+        if not waits:
+            return None
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
+        left = len(waits)
 
         def finish() -> None:
             if not done.done():
                 done.set_result(None)
+                timer.cancel()
 
-        def keep(signed: asyncio.Future[list[bytes]]) -> None:
-            if not signed.cancelled() and signed.exception() is None:
-                for (key, base, _), sig in zip(jobs, signed.result(), strict=True):
-                    self._keep(key, reveals, base, sig)  # late ones too: a welcome may still use them
-            timer.cancel()
-            finish()
+        def answered(_: asyncio.Future[list[bytes]]) -> None:
+            nonlocal left
+            left -= 1
+            if not left:
+                # After ``keep`` (added first): the signatures are kept by now.
+                finish()
 
         timer = loop.call_later(wait, finish)
-        signing.add_done_callback(keep)
+        for asked in waits:
+            asked.add_done_callback(answered)
         return done
 
 
@@ -334,7 +456,12 @@ class Renderer:
     def encoded_for(self, key: tuple[str, frozenset[str]]) -> bytes:
         data = self._bytes.get(key)
         if data is None:
-            data = self._bytes[key] = protocol.framed(protocol.encode(self._frame(key)))
+            form, wants = key
+            if wants:
+                data = protocol.framed(protocol.encode(self._frame(key)))
+            else:
+                data = self.forms.wire(self.record, form, self.state)
+            self._bytes[key] = data
         return data
 
 

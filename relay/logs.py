@@ -28,6 +28,12 @@ def add_request(logger: Any, method: str, event: dict[str, Any]) -> dict[str, An
 
 #: Bumped by ``configure`` so the loggers below re-bind to the new configuration.
 _generation = 0
+#: The level ``configure`` set; ``debug_enabled`` lets a hot path skip building a debug line's values.
+_level = logging.INFO
+
+
+def debug_enabled() -> bool:
+    return _level <= logging.DEBUG
 
 
 class Logger:
@@ -70,7 +76,7 @@ def use_json(log_format: str, stream: TextIO) -> bool:
 
 
 def configure(log_format: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
-    global _generation
+    global _generation, _level
     stream = stream if stream is not None else sys.stderr
     if level not in LEVELS:
         raise ValueError(f"log_level must be one of {', '.join(LEVELS)}; got {level!r}.")
@@ -104,4 +110,5 @@ def configure(log_format: str = "auto", level: str = "info", stream: TextIO | No
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
+    _level = LEVELS[level]
     _generation += 1

@@ -114,6 +114,28 @@ def encode(frame: Mapping[str, Any]) -> bytes:
     return data
 
 
+def with_fields(encoded: bytes, count: int, fields: bytes) -> bytes:
+    """The encoded map ``encoded`` with ``count`` more key/value pairs (``fields``, encoded) at its end:
+    the same bytes as encoding the map with those keys added last, without encoding it again."""
+    head = encoded[0]
+    if 0x80 <= head <= 0x8F:
+        size, start = head & 0x0F, 1
+    elif head == 0xDE:
+        size, start = int.from_bytes(encoded[1:3], "big"), 3
+    elif head == 0xDF:
+        size, start = int.from_bytes(encoded[1:5], "big"), 5
+    else:
+        raise ValueError("not an encoded MessagePack map")
+    size += count
+    if size < 16:
+        header = bytes((0x80 | size,))
+    elif size < 1 << 16:
+        header = b"\xde" + size.to_bytes(2, "big")
+    else:
+        header = b"\xdf" + size.to_bytes(4, "big")
+    return header + encoded[start:] + fields
+
+
 def framed(payload: bytes) -> bytes:
     """``payload`` as one unmasked, unfragmented binary WebSocket frame (RFC 6455 §5.2), server to client.
 
@@ -134,17 +156,35 @@ def wire_numbers(value: Any) -> Any:
 
     The rules core keeps a fraction that ``/`` makes in a dice formula as a float (both VTTs keep it as
     a JavaScript number); on the wire it is the string JavaScript's ``String(n)`` would print, which
-    ``Number(s)`` or ``float(s)`` reads back exactly. Returns ``value`` itself when it holds no float.
+    ``Number(s)`` or ``float(s)`` reads back exactly. Returns ``value`` itself when it holds no float,
+    which is almost every roll: it is looked through once, without copying, before anything is rebuilt.
     """
+    return _rewritten(value) if _holds_float(value) else value
+
+
+def _holds_float(value: Any) -> bool:
+    pending = [value]
+    pop, extend = pending.pop, pending.extend
+    while pending:
+        item = pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            extend(item.values())
+        elif kind is list or kind is tuple:
+            extend(item)
+    return False
+
+
+def _rewritten(value: Any) -> Any:
     kind = type(value)
     if kind is float:
         return _js_decimal(value)
     if kind is dict:
-        changed = {key: wire_numbers(item) for key, item in value.items()}
-        return value if all(changed[key] is item for key, item in value.items()) else changed
+        return {key: _rewritten(item) for key, item in value.items()}
     if kind is list or kind is tuple:
-        items = [wire_numbers(item) for item in value]
-        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+        return [_rewritten(item) for item in value]
     return value
 
 

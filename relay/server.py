@@ -34,7 +34,7 @@ from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
-from relay.logs import REQUEST, get_logger
+from relay.logs import REQUEST, debug_enabled, get_logger
 from relay.looplag import LoopLag
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
@@ -105,6 +105,7 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
+    unsigned: list[dict[str, Any]] = field(default_factory=list)  # handed to the log, not yet to the signer
     # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
     signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
 
@@ -213,6 +214,13 @@ class Relay:
         self._inflight.add(pending)
         self._idle.clear()
         future.add_done_callback(lambda f: self._appended(handle, pending, f))
+        if self.signer is not None:
+            # Signed while SQLite commits (the request goes out with this iteration's tick, one per
+            # room): the signatures are usually back first, so the events leave with their acks, in one
+            # write to the roller, without waiting for the signing process.
+            handle.unsigned.extend(pending.records)
+            self._pending_rooms[handle] = None
+            self._schedule_tick()
 
     def _appended(self, handle: RoomHandle, pending: Pending, future: asyncio.Future[int]) -> None:
         self._inflight.discard(pending)
@@ -232,21 +240,23 @@ class Relay:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
         elapsed = time.perf_counter() - pending.started
         self.metrics.fanout.observe(elapsed)
+        debug = debug_enabled()  # the per-event lines' values are not even built at info level
         for record in pending.records:
             kind = record["kind"]
             self.metrics.event(kind)
             if kind == "roll":
                 system = str(record["intent"].get("system", "?"))
                 self.metrics.roll(system, record["visibility"])
-                logger.debug(
-                    "rolled",
-                    room=handle.room.id,
-                    seq=record["seq"],
-                    system=system,
-                    visibility=record["visibility"],
-                    actor=record["actor"]["id"],
-                )
-            else:
+                if debug:
+                    logger.debug(
+                        "rolled",
+                        room=handle.room.id,
+                        seq=record["seq"],
+                        system=system,
+                        visibility=record["visibility"],
+                        actor=record["actor"]["id"],
+                    )
+            elif debug:
                 logger.debug("stored", room=handle.room.id, seq=record["seq"], kind=kind)
         for done in pending.done:
             done(None)
@@ -300,9 +310,20 @@ class Relay:
     def _tick(self) -> None:
         self._tick_scheduled = False
         rooms, self._pending_rooms = self._pending_rooms, {}
+        signer = self.signer
         for handle in rooms:
-            records, handle.outgoing = handle.outgoing, []
-            self._sign_then_broadcast(handle, records)
+            if handle.unsigned:
+                unsigned, handle.unsigned = handle.unsigned, []
+                try:
+                    handle.forms.sign_ahead(unsigned, handle.room.pending, signer)
+                except Exception:
+                    logger.exception("signing_failed", room=handle.room.id, first=unsigned[0]["seq"])
+        if signer is not None:
+            signer.flush()  # in the same iteration as the appends reach the SQLite writer
+        for handle in rooms:
+            if handle.outgoing:
+                records, handle.outgoing = handle.outgoing, []
+                self._sign_then_broadcast(handle, records)
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
@@ -811,6 +832,7 @@ async def run(
                 port=port,
                 url=_url(config.host, port),
                 public_url=relay.public_base,
+                event_loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
             )
             if on_ready is not None:
                 on_ready(server, relay)

@@ -7,9 +7,11 @@ core instead, and the loop only writes the messages to a pipe and reads the sign
 group of events committed together.
 
 The pipe protocol: the parent first writes the 32-byte private key; then each request (one per loop
-iteration, holding every ``sign`` call made in it) is a count and that many length-prefixed messages,
-and each answer is the count and that many 64-byte signatures, in request order. The key travels over
-the pipe, never in the command line or the environment.
+iteration, holding every ``sign`` call made in it) is a count and that many messages, each its room id
+and the canonical encoding of an event's signed part (the one encoding a form gets: the sockets get the
+same bytes with ``t``, ``kid`` and ``sig`` appended), both length-prefixed; the child signs
+``relay.signing.message`` of them. Each answer is the count and that many 64-byte signatures, in request
+order. The key travels over the pipe, never in the command line or the environment.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay.logs import get_logger
+from relay.signing import message
 
 logger = get_logger("relay.signer")
 COUNT = struct.Struct(">I")
+ROOM = struct.Struct(">H")
 SIGNATURE = 64
 
 
@@ -64,7 +68,8 @@ class SignerProcess:
         process.stdin.write(raw)
         return cls(process)
 
-    def sign(self, messages: list[bytes]) -> asyncio.Future[list[bytes]]:
+    def sign(self, room_id: str, bodies: list[bytes]) -> asyncio.Future[list[bytes]]:
+        """Signatures of ``bodies`` (canonical encodings of events' signed parts) in room ``room_id``."""
         future: asyncio.Future[list[bytes]] = asyncio.get_running_loop().create_future()
         stdin = self.process.stdin
         if not self.alive or stdin is None or stdin.is_closing():
@@ -75,12 +80,20 @@ class SignerProcess:
             # write to the pipe wakes the child, and every answer wakes the loop, which costs more than
             # the bytes do (with a thousand small tables, each iteration commits rolls of dozens of rooms).
             asyncio.get_running_loop().call_soon(self._send)
-        self._calls.append((len(messages), future))
-        for message in messages:
-            self._unsent += (COUNT.pack(len(message)), message)
+        self._calls.append((len(bodies), future))
+        room = room_id.encode()
+        prefix = ROOM.pack(len(room)) + room
+        for body in bodies:
+            self._unsent += (prefix, COUNT.pack(len(body)), body)
         return future
 
+    def flush(self) -> None:
+        """Write this iteration's request now rather than at the start of the next iteration."""
+        self._send()
+
     def _send(self) -> None:
+        if not self._calls:
+            return  # flushed already
         calls, self._calls = self._calls, []
         unsent, self._unsent = self._unsent, []
         count = sum(n for n, _ in calls)
@@ -157,8 +170,10 @@ def _serve() -> None:
         (count,) = COUNT.unpack(head)
         signatures = []
         for _ in range(count):
+            (size,) = ROOM.unpack(source.read(ROOM.size))
+            room_id = source.read(size).decode()
             (length,) = COUNT.unpack(source.read(COUNT.size))
-            signatures.append(sign(source.read(length)))
+            signatures.append(sign(message(source.read(length), room_id)))
         sink.write(COUNT.pack(count) + b"".join(signatures))
         sink.flush()
 

@@ -97,7 +97,12 @@ def signed_part(event: Mapping[str, Any]) -> dict[str, Any]:
 
 def signed_bytes(event: Mapping[str, Any], room_id: str) -> bytes:
     """What the signature of ``event`` (as a client received it, in room ``room_id``) is made over."""
-    return DOMAIN + room_id.encode() + b"\x00" + canonical(signed_part(event))
+    return message(canonical(signed_part(event)), room_id)
+
+
+def message(body: bytes, room_id: str) -> bytes:
+    """What a signature is made over, given the canonical encoding of the event's signed part."""
+    return DOMAIN + room_id.encode() + b"\x00" + body
 
 
 # -- keys ----------------------------------------------------------------------------------------------

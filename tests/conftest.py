@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
+from relay import loops
 from tests.packaging.wheel import Dist, Installed, build, install
 
 settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
@@ -37,3 +40,10 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
 @pytest.fixture(scope="session")
 def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return install(dist.wheel, tmp_path_factory.mktemp("wheel-venv"))
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Any]:
+    """Every async test runs on the event loop ``tablerelay serve`` runs on (``relay.loops``: uvloop where it
+    is installed, as it is with the package's dependencies)."""
+    name, factory = loops.factory("auto")
+    return {name: factory or asyncio.new_event_loop}

@@ -222,6 +222,8 @@ _STOP = object()
 
 #: Rows per INSERT statement (5 parameters each, well under SQLite's 32,766 host parameters).
 INSERT_ROWS = 500
+#: Rooms whose last seq the writer keeps (a few dozen bytes each); past it the map starts over.
+LAST_SEQS_KEPT = 100_000
 
 
 def _take(item: Any, batch: list[Any]) -> bool:
@@ -272,6 +274,7 @@ class SqliteLog(EventLog):
         self._readers_lock = threading.Lock()
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tablerelay-sqlite-read")
+        self._last: dict[str, int] = {}  # the writer thread's: each room's last stored seq
         self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
         self._closed = False
         self.stats = _Stats()
@@ -319,11 +322,46 @@ class SqliteLog(EventLog):
         return outcomes
 
     def _commit(self, conn: sqlite3.Connection, appends: list[tuple[_Append, _Outcome]]) -> None:
+        """Store every append whose expected seq follows its room's last one, in one transaction.
+
+        The writer keeps each room's last stored seq (``_last``), so a batch usually needs no query before
+        its rows: it is one multi-row ``INSERT``, which in autocommit mode is a transaction by itself.
+        Every statement lets go of the GIL and must take it back from the busy event loop, up to a switch
+        interval (5 ms) later, so a per-room ``SELECT MAX(seq)`` plus ``BEGIN``/``COMMIT`` made a batch
+        touching thirty rooms wait for the GIL some thirty times. The primary key still guards the seqs:
+        should another connection have written to a room behind the writer's back, the ``INSERT`` fails
+        whole, nothing is stored, and the batch is done again the careful way (``BEGIN IMMEDIATE`` and
+        every room's last seq read inside the transaction).
+        """
+        if len(appends) <= INSERT_ROWS and all(item.room in self._last for item, _ in appends):
+            try:
+                self._store(conn, appends, self._last, in_transaction=False)
+                return
+            except sqlite3.IntegrityError:
+                self._last.clear()  # someone else wrote: the careful way, with seqs read afresh
+                for _, outcome in appends:
+                    outcome.value = outcome.error = None
+        self._store(conn, appends, {}, in_transaction=True)
+
+    def _store(
+        self,
+        conn: sqlite3.Connection,
+        appends: list[tuple[_Append, _Outcome]],
+        known: dict[str, int],
+        *,
+        in_transaction: bool,
+    ) -> None:
+        """One attempt: ``known`` holds last seqs already known; inside a transaction the rest are read.
+
+        Outside a transaction the rows must fit one ``INSERT`` (one statement is atomic) and a
+        constraint error is raised for the caller to retry; inside one every error settles the batch.
+        """
         rows: list[tuple[str, int, int, str, bytes]] = []
         written: list[_Outcome] = []
+        last = dict(known)
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            last: dict[str, int] = {}
+            if in_transaction:
+                conn.execute("BEGIN IMMEDIATE")
             for item, outcome in appends:
                 current = last.get(item.room)
                 if current is None:
@@ -340,11 +378,16 @@ class SqliteLog(EventLog):
                 last[item.room] = seq
                 outcome.value = seq
                 written.append(outcome)
-            _insert(conn, rows)
-            conn.execute("COMMIT")
+            if rows:
+                _insert(conn, rows)
+            if in_transaction:
+                conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if not in_transaction and isinstance(exc, sqlite3.IntegrityError):
+                raise
+            self._last.clear()  # what is stored is not known for sure any more
             for outcome in written:
                 outcome.value = None
                 outcome.error = exc
@@ -352,6 +395,9 @@ class SqliteLog(EventLog):
                 if outcome.error is None and outcome.value is None:
                     outcome.error = exc
             return
+        if len(self._last) > LAST_SEQS_KEPT:
+            self._last.clear()  # read again as rooms append
+        self._last.update(last)
         self.stats.transactions += 1
         self.stats.appends += len(written)
         self.stats.largest_batch = max(self.stats.largest_batch, len(appends))

@@ -104,11 +104,12 @@ async def test_every_event_a_client_receives_verifies(server: Server, room: Room
     await player.roll(POWER, "public", label="Strike")
     await player.roll({"system": "dice", "formula": "{1d6/4, 2d4/3}kh1"}, "public")
     await gm.request({"t": "resource", "name": "fear", "op": "gain", "n": 2})
-    await player.request({"t": "reveal", "seq": hidden["seq"]})
+    revealed = await player.request({"t": "reveal", "seq": hidden["seq"]})
     late = await clients.join(server.url, room.spectator, "late spectator")
-    await spectator.ping()
+    for client in (gm, player, spectator):
+        # Not a ping: a pong is no fence (docs/protocol.md), an event may still be on its way to be signed.
+        await client.event(revealed["seq"])
     for client in (gm, player, spectator, late):
-        await client.ping()
         events = all_events(client)
         assert len(events) >= 6, events
         for event in events:

@@ -19,3 +19,10 @@ def test_a_logger_rebinds_after_each_configure() -> None:
     assert [json.loads(line)["event"] for line in first.getvalue().splitlines()] == ["one"]
     assert [json.loads(line)["event"] for line in second.getvalue().splitlines()] == ["two"]
     logs.configure("json", "info", stream=io.StringIO())
+
+
+def test_the_hot_path_knows_whether_debug_lines_are_kept() -> None:
+    logs.configure("json", "debug", stream=io.StringIO())
+    assert logs.debug_enabled()
+    logs.configure("json", "info", stream=io.StringIO())
+    assert not logs.debug_enabled()

@@ -84,6 +84,34 @@ async def test_racing_writers_for_the_same_seq_exactly_one_wins(tmp_path: Path) 
         await log.close()
 
 
+async def test_a_write_behind_the_writers_back_is_a_conflict_not_a_gap(tmp_path: Path) -> None:
+    # The writer keeps each room's last seq instead of reading it per batch; the primary key still
+    # catches another connection's rows, and the batch is redone with the seqs read afresh.
+    log = await make(tmp_path)
+    try:
+        rooms = [(await log.create_room(f"R{i}", fear_max=12, hope_max=6, max_rooms=10)).id for i in range(2)]
+        for room in rooms:
+            assert await log.append(room, [ev(1)], 0) == 1
+        other = sqlite3.connect(log.path)
+        try:
+            other.execute(
+                "INSERT INTO events (room, seq, ts, kind, data) VALUES (?, 2, 2, 'leave', x'80')", (rooms[0],)
+            )
+            other.commit()
+        finally:
+            other.close()
+        stale = log.append(rooms[0], [ev(2, "leave")], 1)
+        fine = log.append(rooms[1], [ev(2, "leave")], 1)
+        with pytest.raises(Conflict) as conflict:
+            await stale
+        assert (conflict.value.expected, conflict.value.actual) == (1, 2)
+        assert await fine == 2, "the other room's append in the same batch is stored"
+        assert await log.append(rooms[0], [ev(3)], 2) == 3
+        assert [r["seq"] for r in await log.read(rooms[1], 0, 10)] == [1, 2]
+    finally:
+        await log.close()
+
+
 async def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
     log = await make(tmp_path)
     try:

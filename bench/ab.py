@@ -1,0 +1,201 @@
+"""A/B runs of relay variants in one run, taking turns, for measuring a change before keeping it.
+
+    python -m bench.ab --shape tables --rounds 3 base=HEAD new=work
+    python -m bench.ab --shape rooms100 --rounds 4 base=HEAD new=work new+uv=work:TABLERELAY_LOOP=uvloop
+    python -m bench.ab --shape signing --rounds 3 new=work   # each variant signing on, then off
+
+A variant is ``NAME=TREE[:VAR=VALUE,...]``: ``TREE`` is ``work`` (this working tree) or a git revision,
+whose ``relay/`` and ``rules/`` are exported to a temporary folder and run ahead of the editable install;
+the variables are added to the relay's environment. Shapes:
+
+- ``tables``: the many-tables section (1,000 rooms × 6, rolls to random rooms, 32 in flight); every
+  variant stays up and the variants take turns, round after round, with the bare ``websockets`` server
+  (on asyncio's loop and on uvloop) as two more turns unless ``--no-bare``.
+- ``rooms100`` / ``room100``: acked rolls with 100 rooms × 1 roller / 100 rollers in one room; a fresh
+  server per window, the variants taking turns.
+- ``signing``: ``room100`` with signing on and off for each variant, taking turns.
+- ``chain100``: the fan-out section's one roll at a time into a room of 100 (a fresh server per turn),
+  with the bare ``websockets`` server as one more turn unless ``--no-bare``.
+
+The machine is shared, so wall-clock rates are noisy: the figures to compare are the server's CPU per roll
+(event loop thread, other threads, the signing child) and ratios of variants measured in the same round.
+Nothing here is part of the published page; ``bench/changes.md`` records what a change bought.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import appends, fanout, servers, tables
+from bench.harness import ROOT
+from bench.machine import loadavg
+
+
+@dataclass
+class Variant:
+    name: str
+    source: Path | None  # None: this working tree
+    env: dict[str, str] = field(default_factory=dict)
+
+    def start(self) -> dict[str, Any]:
+        return {"source": self.source, "extra_env": self.env}
+
+
+def parse_variant(text: str, scratch: Path) -> Variant:
+    name, _, spec = text.partition("=")
+    tree, _, assignments = spec.partition(":")
+    env = dict(item.split("=", 1) for item in assignments.split(",") if item)
+    if not name or not tree:
+        raise SystemExit(f"a variant is NAME=TREE[:VAR=VALUE,...], not {text!r}")
+    if tree == "work":
+        return Variant(name, None, env)
+    folder = scratch / f"tree-{name}"
+    folder.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", tree, "relay", "rules"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return Variant(name, folder, env)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+async def run_tables(variants: list[Variant], run_dir: Path, rounds: int, bare: bool) -> None:
+    calibration = await servers.calibrate(run_dir)
+    kinds = tuple(f"relay-{v.name}" for v in variants) + (("bare", "bare-uvloop") if bare else ())
+    options: dict[str, dict[str, Any]] = {f"relay-{v.name}": v.start() for v in variants}
+    options["bare-uvloop"] = {"extra_env": {"BENCH_PEER_LOOP": "uvloop"}}
+    rows = await tables.measure(
+        kinds,
+        run_dir,
+        calibration,
+        rooms=1000,
+        per_room=6,
+        rolls=3000,
+        window=32,
+        rounds=rounds,
+        options=options,
+    )
+    for row in rows:
+        _say(
+            f"{row['kind']:>16}  best {row['rate']:>8,.0f} deliveries/s  p99 {row['p99_ms']:.1f} ms"
+            f"  min CPU {row['server_cpu_us_per_roll']:.0f} µs/roll"
+        )
+        for run in row["runs"]:
+            _say(
+                f"{'':>18}{run['rate']:>8,.0f}/s  {run['server_cpu_us_per_roll']:>5.0f} µs/roll"
+                f"  {run['cpu_us_per_roll_by']}  p99 {run['p99_ms']:.1f} ms"
+            )
+
+
+async def run_appends(
+    variants: list[Variant], run_dir: Path, rounds: int, rooms: int, per_room: int, signing_both: bool
+) -> None:
+    calibration = await servers.calibrate(run_dir)
+    modes = (True, False) if signing_both else (True,)
+    results: dict[str, list[dict[str, Any]]] = {}
+    for i in range(rounds):
+        for variant in variants:
+            for signing in modes:
+                key = f"{variant.name}{'' if signing else ' unsigned'}" if signing_both else variant.name
+                r = await appends.measure(
+                    run_dir,
+                    calibration,
+                    rooms=rooms,
+                    rollers_per_room=per_room,
+                    seconds=1.5,
+                    repeats=2,
+                    signing=signing,
+                    **variant.start(),
+                )
+                results.setdefault(key, []).append(r)
+                _say(
+                    f"round {i + 1} {key:>16} {r['rate']:>7,.0f} acked/s"
+                    f"  {r['cpu_us_per_roll']:>5.0f} µs/roll  {r['cpu_us_per_roll_by']}"
+                    f"  server {r['server_cpu']:.2f} cores, rollers {r['client_cpu']:.2f}  load {loadavg()}"
+                )
+    for key, runs in results.items():
+        rates = [r["rate"] for r in runs]
+        cpus = [r["cpu_us_per_roll"] for r in runs]
+        _say(
+            f"{key:>16}: median {statistics.median(rates):>7,.0f} acked/s"
+            f" (max {max(rates):,.0f}), median {statistics.median(cpus):.0f} µs/roll (min {min(cpus):.0f})"
+        )
+
+
+async def run_chain(variants: list[Variant], run_dir: Path, rounds: int, bare: bool) -> None:
+    calibration = await servers.calibrate(run_dir)
+    turns: list[tuple[str, str, dict[str, Any]]] = [("relay", v.name, v.start()) for v in variants]
+    if bare:
+        turns.append(("bare", "bare", {}))
+    results: dict[str, list[dict[str, Any]]] = {}
+    for i in range(rounds):
+        for kind, name, start in turns:
+            r = await fanout.measure(
+                kind,
+                run_dir,
+                calibration,
+                rooms=1,
+                per_room=100,
+                events=20,
+                chain_events=225,
+                repeats=1,
+                tag=f"ab-{name}",
+                **start,
+            )
+            results.setdefault(name, []).append(r)
+            _say(
+                f"round {i + 1} {name:>16} one at a time {r['chain_rate']:>9,.0f} deliveries/s"
+                f"  {r['chain_server_cpu_us']:.2f} µs per delivery  load {loadavg()}"
+            )
+    for name, runs in results.items():
+        rates = [r["chain_rate"] for r in runs]
+        cpus = [r["chain_server_cpu_us"] for r in runs]
+        _say(
+            f"{name:>16}: best {max(rates):>9,.0f}/s, median {statistics.median(rates):,.0f}/s,"
+            f" CPU per delivery median {statistics.median(cpus):.2f} µs (min {min(cpus):.2f})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
+    shapes = ("tables", "rooms100", "room100", "signing", "chain100")
+    parser.add_argument("--shape", choices=shapes, required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-bare", action="store_true", help="tables, chain100: no bare websockets turn")
+    parser.add_argument("variants", nargs="+", help="NAME=TREE[:VAR=VALUE,...]")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="tablerelay-ab-"))
+    try:
+        variants = [parse_variant(text, scratch) for text in args.variants]
+        _say(f"load {loadavg()}")
+        if args.shape == "tables":
+            body = run_tables(variants, scratch, args.rounds, not args.no_bare)
+        elif args.shape == "rooms100":
+            body = run_appends(variants, scratch, args.rounds, 100, 1, False)
+        elif args.shape == "chain100":
+            body = run_chain(variants, scratch, args.rounds, not args.no_bare)
+        elif args.shape == "room100":
+            body = run_appends(variants, scratch, args.rounds, 1, 100, False)
+        else:
+            body = run_appends(variants, scratch, args.rounds, 1, 100, True)
+        asyncio.run(body)
+        _say(f"load {loadavg()}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
