@@ -73,9 +73,9 @@ def _say(text: str) -> None:
 
 async def run_tables(variants: list[Variant], run_dir: Path, rounds: int, bare: bool) -> None:
     calibration = await servers.calibrate(run_dir)
-    kinds = tuple(f"relay-{v.name}" for v in variants) + (("bare", "bare-uvloop") if bare else ())
+    kinds = tuple(f"relay-{v.name}" for v in variants) + (("bare", "bare-asyncio") if bare else ())
     options: dict[str, dict[str, Any]] = {f"relay-{v.name}": v.start() for v in variants}
-    options["bare-uvloop"] = {"extra_env": {"BENCH_PEER_LOOP": "uvloop"}}
+    options["bare-asyncio"] = {"extra_env": {"BENCH_PEER_LOOP": "asyncio"}}
     rows = await tables.measure(
         kinds,
         run_dir,

@@ -161,8 +161,8 @@ async def start(
         if not signing:
             env["TABLERELAY_SIGNING"] = "off"
         if uvloop:
-            # An experiment, not a configuration: the same server on uvloop's event loop (installed by
-            # hand; tablerelay does not depend on it), to measure what the loop's own cost is.
+            # Forced onto uvloop whatever the configuration says (``event_loop = auto`` already takes it
+            # where installed): for A/B runs of older revisions that predate the setting.
             start = "import sys, uvloop; uvloop.install(); from relay.cli import main; sys.exit(main())"
             argv = [str(VENV_BIN / "python"), "-c", start, *serve]
         elif traced is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import struct
 
@@ -20,6 +19,7 @@ import msgpack
 from websockets.asyncio.server import ServerConnection, broadcast, serve
 
 from bench.peers.common import announce, raise_nofile
+from bench.peers.loop import run_on_peer_loop
 
 
 def template(size: int) -> tuple[bytes, bytes]:
@@ -74,12 +74,4 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--frame-size", type=int, required=True, help="bytes per broadcast frame")
     args = parser.parse_args()
-    # BENCH_PEER_LOOP=uvloop: the same server on uvloop, the loop the relay runs on by default (an
-    # experiment for bench.ab; the suite's bare server runs on asyncio's loop, as websockets does by default).
-    factory = None
-    if os.environ.get("BENCH_PEER_LOOP") == "uvloop":
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(main(args.host, args.port, args.frame_size))
+    run_on_peer_loop(main(args.host, args.port, args.frame_size))

@@ -21,6 +21,7 @@ import socketio
 from aiohttp import web
 
 from bench.peers.common import announce, raise_nofile
+from bench.peers.loop import run_on_peer_loop
 
 
 async def main(host: str, port: int, payload: dict[str, Any]) -> None:
@@ -70,4 +71,4 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--payload", type=Path, required=True, help="a JSON file: the event to broadcast")
     args = parser.parse_args()
-    asyncio.run(main(args.host, args.port, json.loads(args.payload.read_text())))
+    run_on_peer_loop(main(args.host, args.port, json.loads(args.payload.read_text())))
