@@ -294,3 +294,18 @@ def test_merged_roll_ids_keep_the_newest_and_the_survivors_own_on_a_clash() -> N
     assert ids["g1000"] == 1000
     assert list(ids.values()) == sorted(ids.values()), "oldest first, as the fold drops them"
     assert "gone" not in state.rolls
+
+
+def test_a_rotation_the_log_fails_to_store_is_answered_with_an_error() -> None:
+    table = Table(auto_commit=False)
+    gm = table.join("gm", sub="gm-1", name="GM")
+    table.commit()
+    table.execute(table.room.handle(gm, _frame({"t": "invites", "id": "i1", "rotate": True})))
+    table.fail_next()
+    (reply,) = table.replies(gm)
+    assert (reply["t"], reply["id"], reply["code"]) == ("error", "i1", "internal"), reply
+    assert table.room.pending.invites == 0, "the old invites stay valid"
+    table.execute(table.room.handle(gm, _frame({"t": "invites", "id": "i2", "rotate": True})))
+    table.commit()
+    assert table.replies(gm)[1:] == [], "a stored rotation is answered by the invites frame, not an ack"
+    assert table.room.committed.invites == 1
