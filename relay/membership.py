@@ -149,8 +149,28 @@ def effects_of(record: Mapping[str, Any]) -> tuple[Effect, ...]:
 # -- handling ----------------------------------------------------------------------------------------------
 
 
-def _error(session: Session, code: str, message: str, rid: str) -> list[Action]:
+def _error(session: Session, code: str, message: str, rid: str | None) -> list[Action]:
     return [Send(session, protocol.error_frame(code, message, rid))]
+
+
+def barred(state: RoomState, session: Session, frame: protocol.Frame) -> list[Action] | None:
+    """The answer to any command (a ping aside) that ``state`` no longer takes from ``session``, or None.
+
+    Asked by ``Room.handle`` once a room was managed (``state.managed``). A removed or merged participant's
+    sockets stay open from the moment the change is appended until it is stored and they are closed; what
+    they send meanwhile must not land in the log after the change (a roll by someone removed, Hope for
+    someone merged away).
+    """
+    rid = None if isinstance(frame, protocol.Hello) else frame.id
+    if state.archived:
+        return _error(session, "archived", "This room is archived: it is read-only.", rid)
+    if session.id in state.revoked:
+        return _error(session, "removed", "The GM removed you from this room.", rid)
+    into = state.aliases.get(session.id)
+    if into is not None:
+        name = state.participants[into].name
+        return _error(session, "removed", f"The GM merged you into {name}: reconnect to go on as them.", rid)
+    return None
 
 
 def handle(room: Room, session: Session, frame: ManageFrame) -> list[Action]:
@@ -159,7 +179,7 @@ def handle(room: Room, session: Session, frame: ManageFrame) -> list[Action]:
             session, "forbidden", "Only the GM manages the table's participants and invites.", frame.id
         )
     state = room.pending
-    if state.archived:
+    if state.archived:  # Room.handle answered already; kept so this module stands on its own
         return _error(session, "archived", "This room is archived: it is read-only.", frame.id)
     if isinstance(frame, Invites):
         return _invites(room, session, frame)
@@ -169,6 +189,9 @@ def handle(room: Room, session: Session, frame: ManageFrame) -> list[Action]:
     target = state.participants.get(state.identity(frame.participant))
     if target is None:
         return _error(session, "not_found", "There is no such participant in this room.", frame.id)
+    if target.id in state.revoked:
+        # Nothing is done to or with a removed participant: they stay in the roster as removed, for good.
+        return _error(session, "removed", f"{target.name} was removed from this room by the GM.", frame.id)
     if isinstance(frame, Rename):
         return _rename(room, session, frame, target)
     if isinstance(frame, Merge):
@@ -198,6 +221,8 @@ def _merge(room: Room, session: Session, frame: Merge, gone: Member) -> list[Act
     into = state.participants.get(state.identity(frame.into))
     if into is None:
         return _error(session, "not_found", "There is no participant to merge into with that id.", frame.id)
+    if into.id in state.revoked:
+        return _error(session, "removed", f"{into.name} was removed from this room by the GM.", frame.id)
     if into.id == gone.id:
         return _error(session, "bad_frame", "A participant cannot be merged into itself.", frame.id)
     if into.role != gone.role:
@@ -230,8 +255,6 @@ def _merge(room: Room, session: Session, frame: Merge, gone: Member) -> list[Act
 def _kick(room: Room, session: Session, frame: Kick, target: Member) -> list[Action]:
     if target.id == session.id:
         return _error(session, "forbidden", "You cannot remove yourself from the room.", frame.id)
-    if target.id in room.pending.revoked:
-        return _error(session, "not_found", f"{target.name} was already removed.", frame.id)
     record = room.record(
         room.pending.seq + 1,
         "kick",
@@ -253,6 +276,9 @@ def _invites(room: Room, session: Session, frame: Invites) -> list[Action]:
     generation = state.invites + 1
     record = room.record(state.seq + 1, "invites", session.member, generation=generation, request=frame.id)
     pending = room.append_records([record], None)
+    # Answered by the ``invites`` frame once stored (no ack: ``ack_seq`` stays None); listed among the
+    # acks so that, if the log fails to store it, the GM is told so like any other request.
+    pending.acks.append((session, frame.id))
     pending.effects = (SendInvites(session, frame.id, generation, record["seq"]),)
     return [Append(pending)]
 

@@ -33,6 +33,7 @@ ERROR_CODES = (
     "conflict",
     "internal",
     "archived",
+    "removed",
 )
 MAX_NAME = 100
 #: The GM's campaign-management frames (relay.membership parses them).

@@ -262,9 +262,12 @@ class Room:
     def handle(self, session: Session, frame: protocol.Frame) -> list[Action]:
         if isinstance(frame, protocol.Ping):
             return [Send(session, {"t": "pong", "id": frame.id})]
-        if self.pending.archived:
-            rid = None if isinstance(frame, protocol.Hello) else frame.id
-            return _error(session, "archived", "This room is archived: it is read-only.", rid)
+        if self.pending.managed:  # someone was removed or merged, or the room archived: rare
+            from relay import membership
+
+            barred = membership.barred(self.pending, session, frame)
+            if barred is not None:
+                return barred
         if isinstance(frame, protocol.Roll):
             return self._roll(session, frame)
         if isinstance(frame, protocol.Reveal):
@@ -396,6 +399,9 @@ class Room:
             assert participant is not None
             if participant not in self.pending.participants:
                 return _error(session, "not_found", "There is no such participant in this room.", frame.id)
+            if participant in self.pending.revoked:
+                name = self.pending.participants[participant].name
+                return _error(session, "removed", f"{name} was removed from this room by the GM.", frame.id)
             current, maximum, label = self.pending.hope.get(participant, 0), self.info.hope_max, "Hope"
         if frame.op == "gain":
             value = min(maximum, current + frame.n)

@@ -90,6 +90,10 @@ class RoomState:
     aliases: dict[str, str] = field(default_factory=dict)  # merged participant -> the one it became
     invites: int = 0
     archived: bool = False
+    # Set by the first kick, merge or archive: from then on some sessions may no longer act, and
+    # ``Room.handle`` asks relay.membership.barred. One flag, so a room nobody managed tests one attribute
+    # per command as before (it used to test ``archived``).
+    managed: bool = False
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -164,7 +168,10 @@ class RoomState:
             for sealed in self.sealed.values():  # the roller of a gm/self roll may still reveal it
                 if sealed.roller == gone:
                     sealed.roller = into
+            self._inherit_rolls(gone, into)
+            self.managed = True
         elif kind == "kick":
+            self.managed = True
             pid = record["member"]["id"]
             self.revoked.add(pid)
             self.members.pop(pid, None)
@@ -172,8 +179,22 @@ class RoomState:
         elif kind == "invites":
             self.invites = record["generation"]
         else:  # archive: nobody is present any more, and nothing new is stored
-            self.archived = True
+            self.archived = self.managed = True
             self.members.clear()
+
+    def _inherit_rolls(self, gone: str, into: str) -> None:
+        """``into`` answers retries of ``gone``'s rolls: the merged device reconnects as ``into`` and may
+        resend a roll whose ack it never got, which must not roll again.
+
+        In the fold, so it holds after a restart and on every node. The newest ``ROLL_IDS_KEPT`` of both
+        are kept; an id both used stays ``into``'s own.
+        """
+        moved = self.rolls.pop(gone, None)
+        if not moved:
+            return
+        combined = {**moved, **self.rolls.get(into, {})}
+        newest = sorted(combined.items(), key=lambda item: item[1])[-ROLL_IDS_KEPT:]
+        self.rolls[into] = dict(newest)
 
     def identity(self, participant: str) -> str:
         """The participant ``participant`` is now (itself, or the one it was merged into)."""
@@ -193,6 +214,7 @@ class RoomState:
             aliases=dict(self.aliases),
             invites=self.invites,
             archived=self.archived,
+            managed=self.managed,
         )
 
     def is_hidden(self, seq: int) -> bool:

@@ -26,6 +26,7 @@ export type ErrorCode =
   | "conflict"
   | "internal"
   | "archived"
+  | "removed"
   | "disconnected"
   | "closed"
   | "timeout"

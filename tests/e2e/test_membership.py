@@ -62,6 +62,10 @@ async def test_kick_closes_sockets_and_revokes_the_token_across_a_restart(
     assert event["reason"] == "Left the group."
     assert verify(event, room.id, keys_of(spectator))
 
+    grant = await gm.request({"t": "resource", "name": "hope", "op": "gain", "n": 1, "participant": aria.id})
+    assert (grant["t"], grant["code"]) == ("error", "removed"), grant
+    assert grant["message"] == "Aria was removed from this room by the GM."
+
     session = aria.welcome["session"]
     problem = await refused(server, session)
     assert problem.code == 4003
@@ -142,7 +146,8 @@ async def test_merge_adds_hope_within_the_cap_and_the_merged_device_becomes_the_
     assert stale.id != aria.id
     await manage(gm, {"t": "resource", "name": "hope", "op": "gain", "n": 4, "participant": aria.id})
     await manage(gm, {"t": "resource", "name": "hope", "op": "gain", "n": 3, "participant": stale.id})
-    roll = await stale.roll({"system": "dice", "formula": "1d20"}, label="Before the merge")
+    rid = stale.new_id("phone")
+    roll = await stale.roll({"system": "dice", "formula": "1d20"}, label="Before the merge", request_id=rid)
 
     ack = await manage(gm, {"t": "merge", "participant": stale.id, "into": aria.id})
     event = await gm.event(ack["seq"])
@@ -163,6 +168,11 @@ async def test_merge_adds_hope_within_the_cap_and_the_merged_device_becomes_the_
     history = back.welcome["history"]
     old = next(e for e in history if e["seq"] == roll["seq"])
     assert old["actor"]["id"] == stale.id, "history keeps who rolled it"
+    # The merged device resends the roll whose ack it never saw: Aria now answers for it, no new roll.
+    retry = await back.roll({"system": "dice", "formula": "1d20"}, label="Before the merge", request_id=rid)
+    assert retry["seq"] == roll["seq"], "a retry from the merged device is the same roll"
+    await back.ping()
+    assert [e["seq"] for e in back.events() if e["seq"] > ack["seq"]] == [], "nothing new was stored"
 
     bad = await gm.request({"t": "merge", "participant": aria.id, "into": aria.id})
     assert bad["t"] == "error"
@@ -174,6 +184,9 @@ async def test_merge_adds_hope_within_the_cap_and_the_merged_device_becomes_the_
     server.start()
     after = await clients.join(server.url, stale.welcome["session"], "aria-restart")
     assert after.id == aria.id, "the merge holds after a restart"
+    again = await after.roll({"system": "dice", "formula": "1d20"}, request_id=rid)
+    assert again["seq"] == roll["seq"], "and so does the inherited roll id: it is in the fold of the log"
+    assert after.welcome["seq"] == (await after.roll({"system": "dice", "formula": "1d4"}))["seq"] - 1
 
 
 async def test_rename_changes_the_name_everywhere_and_history_keeps_the_old_one(

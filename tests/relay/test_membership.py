@@ -71,7 +71,7 @@ def test_kick_revokes_every_token_of_the_participant_and_rotation_voids_old_invi
         table.room.admit(Claims(INFO.id, "player", bo.id, None, None), None, frozenset())
     assert info.value.code == protocol.CLOSE_REVOKED
     again = table.send(gm, {"t": "kick", "id": "k2", "participant": bo.id})
-    assert again[-1]["code"] == "not_found"
+    assert again[-1]["code"] == "removed"
     own = table.send(gm, {"t": "kick", "id": "k3", "participant": gm.id})
     assert own[-1]["code"] == "forbidden"
 
@@ -189,3 +189,123 @@ def _frame(data: dict[str, object]) -> protocol.Frame:
     from tests.relay.helpers import frame
 
     return frame(data)  # type: ignore[arg-type]
+
+
+def _hope(participant: str, op: str, n: int, rid: str) -> dict[str, object]:
+    return {"t": "resource", "id": rid, "name": "hope", "op": op, "n": n, "participant": participant}
+
+
+def test_nothing_names_a_removed_participant_after_the_kick() -> None:
+    table = Table()
+    gm = table.join("gm", sub="gm-1", name="GM")
+    bo = table.join("player", name="Bo")
+    cy = table.join("player", name="Cy")
+    table.send(gm, _hope(bo.id, "gain", 2, "h0"))
+    table.send(gm, {"t": "kick", "id": "k1", "participant": bo.id})
+    stored = len(table.stored)
+    for rid, data in {
+        "h1": _hope(bo.id, "gain", 1, "h1"),
+        "h2": _hope(bo.id, "set", 3, "h2"),
+        "h3": _hope(bo.id, "spend", 0, "h3"),
+        "n1": {"t": "rename", "id": "n1", "participant": bo.id, "name": "Robert"},
+        "m1": {"t": "merge", "id": "m1", "participant": bo.id, "into": cy.id},
+        "m2": {"t": "merge", "id": "m2", "participant": cy.id, "into": bo.id},
+        "k2": {"t": "kick", "id": "k2", "participant": bo.id},
+    }.items():
+        (reply,) = table.send(gm, data)
+        assert (reply["t"], reply["id"], reply["code"]) == ("error", rid, "removed"), reply
+        assert reply["message"] == "Bo was removed from this room by the GM.", reply
+    assert len(table.stored) == stored, "nothing was stored for a removed participant"
+    assert bo.id not in table.room.committed.hope
+
+
+def test_a_removed_or_merged_session_cannot_act_before_its_socket_closes() -> None:
+    # The kick is appended but not yet stored: the sockets of the one removed are still open.
+    table = Table(auto_commit=False)
+    gm = table.join("gm", sub="gm-1", name="GM")
+    bo = table.join("player", name="Bo")
+    aria = table.join("player", name="Aria")
+    stale = table.join("player", name="Aria again")
+    table.commit()
+    table.send(gm, {"t": "kick", "id": "k1", "participant": bo.id})
+    table.send(gm, {"t": "merge", "id": "m1", "participant": stale.id, "into": aria.id})
+    roll = {"t": "roll", "id": "x1", "intent": {"system": "daggerheart.duality"}, "visibility": "public"}
+    spend = {"t": "resource", "id": "x2", "name": "hope", "op": "spend", "n": 0}
+    for session, message in (
+        (bo, "The GM removed you from this room."),
+        (stale, "The GM merged you into Aria: reconnect to go on as them."),
+    ):
+        for data in (roll, spend):
+            (reply,) = table.send(session, data)
+            assert (reply["code"], reply["message"]) == ("removed", message), reply
+        assert table.send(session, {"t": "ping", "id": "p"}) == [{"t": "pong", "id": "p"}]
+    table.commit()
+    actors = [r["actor"]["id"] for r in table.stored]
+    assert actors[-2:] == [gm.id, gm.id], "the kick and the merge are the last events stored"
+    assert table.room.committed.hope == {aria.id: 0}, "no Hope entry comes back for either"
+
+
+def test_the_surviving_participant_answers_retries_of_the_merged_ones_rolls() -> None:
+    table = Table()
+    gm = table.join("gm", sub="gm-1", name="GM")
+    aria = table.join("player", name="Aria")
+    stale = table.join("player", name="Aria again")
+    roll = {
+        "t": "roll",
+        "id": "phone-1",
+        "intent": {"system": "dice", "formula": "1d6"},
+        "visibility": "public",
+    }
+    first = table.send(stale, roll)[0]
+    assert first["t"] == "ack"
+    table.send(gm, {"t": "merge", "id": "m1", "participant": stale.id, "into": aria.id})
+    back, join = table.room.admit(Claims(INFO.id, "player", stale.id, None, None), None, frozenset())
+    assert back.id == aria.id
+    assert join is None
+    table.sessions.append(back)
+    stored = len(table.stored)
+    (again,) = table.send(back, roll)
+    assert again == {"t": "ack", "id": "phone-1", "seq": first["seq"]}, "the retry is the same roll"
+    assert len(table.stored) == stored, "nothing new was rolled"
+    # In the fold: a restarted server (or another node) reading the same log answers the same.
+    assert table.refold().roll_seq(aria.id, "phone-1") == first["seq"]
+    assert table.refold().rolls == table.room.committed.rolls
+    assert stale.id not in table.room.committed.rolls
+
+
+def test_merged_roll_ids_keep_the_newest_and_the_survivors_own_on_a_clash() -> None:
+    from relay.state import ROLL_IDS_KEPT, RoomState
+
+    state = RoomState(
+        seq=3000,
+        rolls={
+            "gone": {f"g{i}": i for i in range(1, 1001)} | {"same": 1001},
+            "into": {f"i{i}": 1500 + i for i in range(1, 1001)} | {"same": 2600},
+        },
+    )
+    member = {"id": "gone", "name": "G", "role": "player"}
+    state.apply(
+        {"seq": 3001, "kind": "merge", "merged": member, "into": {**member, "id": "into"}, "hope": None}
+    )
+    ids = state.rolls["into"]
+    assert len(ids) == ROLL_IDS_KEPT
+    assert ids["same"] == 2600, "an id both used stays the survivor's"
+    assert "g1" not in ids, "the oldest are the ones let go"
+    assert ids["g1000"] == 1000
+    assert list(ids.values()) == sorted(ids.values()), "oldest first, as the fold drops them"
+    assert "gone" not in state.rolls
+
+
+def test_a_rotation_the_log_fails_to_store_is_answered_with_an_error() -> None:
+    table = Table(auto_commit=False)
+    gm = table.join("gm", sub="gm-1", name="GM")
+    table.commit()
+    table.execute(table.room.handle(gm, _frame({"t": "invites", "id": "i1", "rotate": True})))
+    table.fail_next()
+    (reply,) = table.replies(gm)
+    assert (reply["t"], reply["id"], reply["code"]) == ("error", "i1", "internal"), reply
+    assert table.room.pending.invites == 0, "the old invites stay valid"
+    table.execute(table.room.handle(gm, _frame({"t": "invites", "id": "i2", "rotate": True})))
+    table.commit()
+    assert table.replies(gm)[1:] == [], "a stored rotation is answered by the invites frame, not an ack"
+    assert table.room.committed.invites == 1

@@ -19,8 +19,16 @@ Invariants, written from spec/protocol.md rather than from the code:
   and its sealed form may hold nothing but the envelope and the commitment), and no socket at all sees its
   nonce before the reveal; a resource event names a hidden roll as its ``cause`` only once it is revealed;
 - every ack names a stored event that answers that request (a roll's ack the roll, a reveal's ack a reveal
-  of that seq, a resource's ack that change), retries of a roll are acked with the same seq, and once no
-  append is in flight every request of a connected socket has had exactly one answer.
+  of that seq, a resource's ack that change, a management frame's ack its event, a rotation's ``invites``
+  answer its event), retries of a roll are acked with the seq of the one stored roll with that id, from the
+  socket that sent it or, after a merge, from the participant it was merged into; and once no append is in
+  flight every request of a connected socket has had exactly one answer;
+- the GM's frames (rename, merge, kick, invites, archive) from every role, with their effects carried out as
+  the server does (``relay.campaign_io``): a participant whose removal is stored is never admitted again, has
+  no open socket, and no stored event after the ``kick`` names them; after a merge nothing names the merged
+  one; once a rotation is stored an invite of an older generation is refused while the current one and every
+  personal token (``sub``) of someone not removed are admitted; and nothing at all is stored after
+  ``archive``. Invites and personal tokens are real tokens (``relay.auth``), verified at each hello.
 
 Its default run takes a few seconds; ``HYPOTHESIS_PROFILE=long`` runs it with the "long" profile of
 tests/conftest.py (thousands of sequences; see docs/hardening.md).
@@ -37,13 +45,14 @@ import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from relay import fanout, protocol, signing
+from relay import auth, campaign_io, fanout, protocol, signing
 from relay.auth import Claims
 from relay.config import Limits
 from relay.fanout import Outbox
 from relay.log.base import RoomInfo
+from relay.membership import CloseParticipant, Retitle, SendInvites
 from relay.room import Append, Broadcast, Pending, Refused, Room, Send, Session
 from relay.state import RoomState, fold
 from rules.rng import Dice
@@ -56,16 +65,37 @@ KEYRING = signing.Keyring.of(Ed25519PrivateKey.generate())
 ENVELOPE = {"t", "seq", "epoch", "ts", "kind", "actor", "visibility"}
 SEALED_KEYS = ENVELOPE | {"sealed", "commitment", "kid", "sig"}
 VISIBILITIES = ("public", "gm", "blind", "self")
+SECRET = b"stateful-machine-secret-0123456789abcdef"  # tokens are real JWTs, made and checked with it
+GM_SUBS = ("gm-1", "gm-2")  # two GM tokens, so one GM can remove or merge the other
+NAMES = ("Aria", "Bo", "Cy")
 
 
-def in_audience(visibility: str, roller: str, viewer: str, role: str) -> bool:
-    """The audience table of spec/protocol.md, written out again so the room's own copy is checked."""
-    return {
-        "public": True,
-        "gm": role == "gm" or viewer == roller,
-        "blind": role == "gm",
-        "self": viewer == roller,
-    }[visibility]
+@dataclass(frozen=True)
+class TokenDesk:
+    """What ``campaign_io.invites_frame`` reads of the server: the token secret and the public address."""
+
+    secret: bytes
+    public_base: str
+
+
+DESK = TokenDesk(SECRET, "https://relay.test")
+
+
+def in_audience(visibility: str, roller: str, viewer: str, role: str, merged: dict[str, str]) -> bool:
+    """The audience table of spec/protocol.md, written out again so the room's own copy is checked.
+
+    ``merged`` (stored merges: gone -> into) makes the participant a roller was merged into its roller too
+    (docs/protocol.md: ``into`` sees the merged participant's ``gm``/``self`` rolls in full).
+    """
+    own = viewer in (roller, resolve(merged, roller))
+    return {"public": True, "gm": role == "gm" or own, "blind": role == "gm", "self": own}[visibility]
+
+
+def resolve(merged: dict[str, str], participant: str) -> str:
+    """Who ``participant`` is now, following merges (a chain a→b, b→c ends at c)."""
+    while participant in merged:
+        participant = merged[participant]
+    return participant
 
 
 def split_frames(data: bytes) -> Iterator[bytes]:
@@ -166,6 +196,14 @@ class RoomMachine(RuleBasedStateMachine):
         self.hidden: dict[int, Hidden] = {}  # seq -> a stored hidden roll's secrets
         self.labels: dict[str, tuple[bytes, ...]] = {}  # request id -> that roll's markers
         self.lost: set[tuple[Session, str]] = set()  # requests whose append the log failed to store
+        # The machine's own reading of the stored log's campaign events (not the room's fold).
+        self.kicked: set[str] = set()
+        self.merged: dict[str, str] = {}  # gone -> into
+        self.generation = 0  # the invite generation of the last stored rotation
+        self.archived = False
+        self.rolled: dict[str, int] = {}  # roll id -> the seq of the stored roll with that id
+        self.roll_frames: dict[str, tuple[str, dict[str, Any]]] = {}  # roll id -> (sender, frame)
+        self.invite_floor: dict[tuple[Conn, str], int] = {}  # an invites request -> stored generation then
 
     # -- the server's part ---------------------------------------------------------------------------------
 
@@ -188,6 +226,24 @@ class RoomMachine(RuleBasedStateMachine):
                 self.queue.append(action.pending)
             elif isinstance(action, Broadcast):
                 self.outgoing.append(action.record)
+            else:
+                self.carry_out(action)
+
+    def carry_out(self, effect: Any) -> None:
+        """What ``relay.campaign_io.carry_out`` does once a management event is stored."""
+        if isinstance(effect, CloseParticipant):
+            for conn in [c for c in self.conns if c.session.id == effect.participant]:
+                self.drop(conn)  # the server closes it; its handler then disconnects it from the room
+        elif isinstance(effect, Retitle):
+            for conn in self.conns:
+                if conn.session.id == effect.member.id:
+                    conn.session.member = effect.member
+        elif isinstance(effect, SendInvites):
+            conn = self.by_session.get(effect.session)
+            if conn is not None:
+                self.send(conn, campaign_io.invites_frame(DESK, INFO.id, effect))  # type: ignore[arg-type]
+        else:
+            raise AssertionError(f"unknown effect {effect!r}")
 
     def send(self, conn: Conn, frame: dict[str, Any]) -> None:
         assert conn.outbox.put(protocol.framed(protocol.encode(frame))), "a queue that is flushed never fills"
@@ -209,12 +265,39 @@ class RoomMachine(RuleBasedStateMachine):
     def _overflow(self, conn: Conn) -> None:
         raise AssertionError(f"{conn.session.id}'s outbox overflowed, though it is flushed every step")
 
-    def admit(self, claims: Claims, formats: frozenset[str], resume: protocol.Resume | None) -> None:
+    def in_flight(self, *kinds: str) -> bool:
+        return any(r["kind"] in kinds for pending in self.queue for r in pending.records)
+
+    def expected_admission(self, claims: Claims) -> bool | None:
+        """True: the hello must be taken; False: refused; None: either (a change that decides it is in
+        flight). From the stored log as this machine read it; no hello here names a participant with
+        another role, and the room is never full."""
+        if claims.sub is not None:
+            if claims.sub in self.kicked or resolve(self.merged, claims.sub) in self.kicked:
+                return False  # a removal that is stored holds for every token naming them
+            return None if self.in_flight("kick", "merge") else True
+        if claims.invites < self.generation:
+            return False  # replaced by a stored rotation (rotations only count up)
+        if self.in_flight("invites"):
+            return None
+        return claims.invites == self.generation
+
+    def admit(self, token: str, formats: frozenset[str], resume: protocol.Resume | None) -> None:
+        claims = auth.verify(SECRET, token, room=INFO.id)
+        expected = self.expected_admission(claims)
         try:
             session, join = self.room.admit(claims, None, formats)
         except Refused as exc:
-            # No hello here names a participant with another role, and the room is never full.
-            raise AssertionError(f"the room refused a hello it should take: {exc.reason}") from exc
+            refused: Refused | None = exc
+        else:
+            refused = None
+        if refused is not None:
+            assert expected is not True, f"the room refused a hello it should take: {refused.reason}"
+            assert refused.code == protocol.CLOSE_REVOKED, refused.code
+            return
+        assert expected is not False, f"the room took {claims} (removed: {self.kicked}, g{self.generation})"
+        if claims.sub is not None and not self.in_flight("merge"):
+            assert session.id == resolve(self.merged, claims.sub), "a merged token joins as the survivor"
         conn = Conn(session, Outbox(LIMITS.send_queue, self.schedule), resume)
         self.conns.append(conn)
         self.subscribers[conn] = session
@@ -265,6 +348,7 @@ class RoomMachine(RuleBasedStateMachine):
         self.stored.extend(pending.records)
         for record in pending.records:
             self.remember_hidden(record)
+            self.read_campaign(record)
         self.settled(pending, self.room.committed_append(pending), ok=True)
 
     def settled(self, pending: Pending, actions: list[Any], ok: bool) -> None:
@@ -276,6 +360,21 @@ class RoomMachine(RuleBasedStateMachine):
             self.welcome(conn)
         else:
             self.drop(conn)  # the server refuses the socket: "could not store your arrival"
+
+    def read_campaign(self, record: dict[str, Any]) -> None:
+        kind = record["kind"]
+        if kind == "roll":
+            assert record["request"] not in self.rolled, "a roll id is stored once, merges or not"
+            self.rolled[record["request"]] = record["seq"]
+        elif kind == "kick":
+            self.kicked.add(record["member"]["id"])
+        elif kind == "merge":
+            self.merged[record["merged"]["id"]] = record["into"]["id"]
+        elif kind == "invites":
+            assert record["generation"] == self.generation + 1, record
+            self.generation = record["generation"]
+        elif kind == "archive":
+            self.archived = True
 
     def remember_hidden(self, record: dict[str, Any]) -> None:
         if record["kind"] == "roll" and record["visibility"] != "public":
@@ -300,7 +399,7 @@ class RoomMachine(RuleBasedStateMachine):
             if not state.is_hidden(secret.seq):
                 continue
             assert secret.nonce not in data, f"seq {secret.seq}'s nonce reached {me} before its reveal"
-            if not in_audience(secret.visibility, secret.roller, me, role):
+            if not in_audience(secret.visibility, secret.roller, me, role, self.merged):
                 for marker in secret.markers:
                     assert marker not in data, f"seq {secret.seq} ({secret.visibility}) leaked to {role} {me}"
         kind = frame["t"]
@@ -309,7 +408,7 @@ class RoomMachine(RuleBasedStateMachine):
                 self.check_event(conn, event, state)
         elif kind == "event":
             self.check_event(conn, frame, state)
-        elif kind in ("ack", "error", "pong"):
+        elif kind in ("ack", "error", "pong", "invites"):
             self.check_answer(conn, frame)
         else:
             raise AssertionError(f"unexpected frame {kind!r}")
@@ -328,7 +427,7 @@ class RoomMachine(RuleBasedStateMachine):
         assert event["kind"] == stored["kind"]
         if event["kind"] == "roll" and stored["visibility"] != "public" and state.is_hidden(seq):
             full = in_audience(
-                stored["visibility"], stored["actor"]["id"], conn.session.id, conn.session.role
+                stored["visibility"], stored["actor"]["id"], conn.session.id, conn.session.role, self.merged
             )
             if full:
                 assert event.get("label") == stored["label"]
@@ -355,35 +454,87 @@ class RoomMachine(RuleBasedStateMachine):
         if frame["t"] == "pong":
             assert conn.sent[rid][0]["t"] == "ping"
             return
+        request = conn.sent[rid][0]
+        if frame["t"] == "invites":
+            self.check_invites(conn, frame, request)
+            if "seq" not in frame:
+                return
         seq = frame["seq"]
         assert 1 <= seq <= len(self.stored), f"ack {frame} names no stored event"
-        record, request = self.stored[seq - 1], conn.sent[rid][0]
+        record = self.stored[seq - 1]
         if request["t"] == "reveal":
             assert record["kind"] == "reveal", (frame, record)
             assert record["of"] == request["seq"], (frame, record)
             return
         assert record["kind"] == request["t"], (frame, record)
         assert record["request"] == rid, (frame, record)
-        assert record["actor"]["id"] == conn.session.id, (frame, record)
         if request["t"] == "roll":
+            # Its own roll, or (a retry after a merge) one of a participant merged into this one.
+            assert conn.session.id in (
+                record["actor"]["id"],
+                resolve(self.merges_known(), record["actor"]["id"]),
+            )
+            assert seq == self.rolled[rid], "a retried roll is acked with the seq of the one roll stored"
             assert conn.acked.setdefault(rid, seq) == seq, "a retried roll was acked with another seq"
+        else:
+            assert record["actor"]["id"] == conn.session.id, (frame, record)
+
+    def check_invites(self, conn: Conn, frame: dict[str, Any], request: dict[str, Any]) -> None:
+        """An ``invites`` answer: real tokens of its generation, for the GM who asked, and no older one."""
+        assert request["t"] == "invites", (frame, request)
+        assert conn.session.role == "gm", "invite tokens reach only a GM"
+        assert ("seq" in frame) == bool(request.get("rotate")), (frame, request)
+        floor = self.invite_floor[(conn, frame["id"])]
+        assert frame["generation"] >= floor, "an answer never hands out invites replaced when it was asked"
+        for role in ("player", "spectator"):
+            claims = auth.verify(SECRET, frame[role], room=INFO.id)
+            assert (claims.role, claims.sub, claims.invites) == (role, None, frame["generation"]), claims
+        if "seq" in frame:
+            record = self.stored[frame["seq"] - 1]
+            assert (record["kind"], record["generation"]) == ("invites", frame["generation"]), record
+
+    def merges_known(self) -> dict[str, str]:
+        """Stored merges, and those in flight (the room already answers as if they were stored)."""
+        merges = dict(self.merged)
+        for pending in self.queue:
+            for record in pending.records:
+                if record["kind"] == "merge":
+                    merges[record["merged"]["id"]] = record["into"]["id"]
+        return merges
 
     # -- rules: people -----------------------------------------------------------------------------------
+
+    @initialize(players=st.integers(0, 2))
+    def table_opens(self, players: int) -> None:
+        """Most tables start with their GM (gm-1) and a player or two; everything else is up to the rules."""
+        self.admit(auth.issue(SECRET, INFO.id, "gm", sub=GM_SUBS[0]), frozenset(), None)
+        for _ in range(players):
+            self.admit(auth.issue(SECRET, INFO.id, "player"), frozenset(), None)
+        self.commit(len(self.queue))
 
     @rule(
         role=st.sampled_from(["gm", "player", "player", "spectator"]),
         formats=st.sampled_from([frozenset(), frozenset(protocol.FORMATS)]),
+        gm=st.sampled_from(GM_SUBS),
+        generation=st.sampled_from([0, 0, 0, -1, 1]),
     )
-    def hello_with_invite(self, role: str, formats: frozenset[str]) -> None:
-        # GM tokens name their participant; player and spectator invites make a new one per socket.
-        sub = "gm-1" if role == "gm" else None
-        self.admit(Claims(INFO.id, role, sub, None, None), formats, None)
+    def hello_with_invite(self, role: str, formats: frozenset[str], gm: str, generation: int) -> None:
+        # GM tokens name their participant; player and spectator invites make a new one per socket. An
+        # invite is of the stored generation, of the one before (replaced) or of the next (not yet valid).
+        if role == "gm":
+            token = auth.issue(SECRET, INFO.id, "gm", sub=gm)
+        else:
+            token = auth.issue(SECRET, INFO.id, role, invites=max(0, self.generation + generation))
+        self.admit(token, formats, None)
 
     @precondition(lambda self: bool(self.room.pending.participants))
     @rule(data=st.data(), resume=st.sampled_from(["none", "last", "old", "other-epoch"]))
     def hello_again(self, data: st.DataObject, resume: str) -> None:
-        """A rejoin with a session token (``sub``): the same participant, maybe resuming."""
-        member = data.draw(st.sampled_from(sorted(self.room.pending.participants.values(), key=str)))
+        """A rejoin with a personal token (``sub``): the same participant, maybe resuming; or one since
+        removed (refused), or merged into another (joins as that one)."""
+        state = self.room.pending
+        pid = data.draw(st.sampled_from(sorted(state.participants) + sorted(state.aliases)))
+        role = state.participants[state.identity(pid)].role
         seq = self.room.committed.seq
         where = {
             "none": None,
@@ -391,7 +542,7 @@ class RoomMachine(RuleBasedStateMachine):
             "old": protocol.Resume(INFO.epoch, max(0, seq - data.draw(st.integers(0, 20)))),
             "other-epoch": protocol.Resume("epoch-0", seq),
         }[resume]
-        self.admit(Claims(INFO.id, member.role, member.id, None, None), frozenset(), where)
+        self.admit(auth.issue(SECRET, INFO.id, role, sub=pid), frozenset(), where)
 
     @precondition(lambda self: bool(self.conns))
     @rule(data=st.data())
@@ -403,6 +554,8 @@ class RoomMachine(RuleBasedStateMachine):
     def request(self, conn: Conn, frame: dict[str, Any]) -> None:
         """Send ``frame`` as the socket would: decoded and validated by ``protocol.parse``, then handled."""
         conn.sent.setdefault(frame["id"], []).append(frame)
+        if frame["t"] == "invites":
+            self.invite_floor[(conn, frame["id"])] = self.generation
         try:
             parsed = protocol.parse(msgpack.packb(frame, use_bin_type=True), LIMITS)
         except protocol.FrameError as exc:
@@ -455,18 +608,33 @@ class RoomMachine(RuleBasedStateMachine):
         if shape in ("dice", "attack", "attack-fear", "bad"):
             markers.append(tag.encode())
         self.labels[frame["id"]] = tuple(markers)
+        self.roll_frames[frame["id"]] = (conn.session.id, frame)
         self.request(conn, frame)
 
+    def retries(self, conn: Conn) -> list[str]:
+        """The roll ids ``conn`` may resend: its participant's, and (after a merge, from the device that
+        reconnected as the survivor) those of the participants merged into it."""
+        merges = self.merges_known()
+        me = conn.session.id
+        return sorted(
+            r for r, (sender, _) in self.roll_frames.items() if me in (sender, resolve(merges, sender))
+        )
+
     def rollers(self) -> list[Conn]:
-        return [c for c in self.welcomed() if any(f[0]["t"] == "roll" for f in c.sent.values())]
+        return [c for c in self.welcomed() if self.retries(c)]
 
     @precondition(lambda self: bool(self.rollers()))
-    @rule(data=st.data())
-    def retry_roll(self, data: st.DataObject) -> None:
-        """The same roll frame again (a client that lost the ack): one roll, one seq."""
-        conn = data.draw(st.sampled_from(self.rollers()))
-        rid = data.draw(st.sampled_from(sorted(r for r, f in conn.sent.items() if f[0]["t"] == "roll")))
-        self.request(conn, conn.sent[rid][0])
+    @rule(data=st.data(), inherited=st.booleans())
+    def retry_roll(self, data: st.DataObject, inherited: bool) -> None:
+        """The same roll frame again (a client that lost the ack): one roll, one seq, merges or not. Often
+        one the socket's participant inherited by a merge: the merged device, reconnected as the other."""
+        conns = self.rollers()
+        heirs = [c for c in conns if any(self.roll_frames[r][0] != c.session.id for r in self.retries(c))]
+        conn = data.draw(st.sampled_from(heirs if heirs and inherited else conns))
+        rids = self.retries(conn)
+        theirs = [r for r in rids if self.roll_frames[r][0] != conn.session.id]
+        rid = data.draw(st.sampled_from(theirs if theirs and inherited else rids))
+        self.request(conn, self.roll_frames[rid][1])
 
     @precondition(lambda self: any(c.welcomed for c in self.conns))
     @rule(data=st.data(), pick=st.integers(0, 3))
@@ -491,7 +659,7 @@ class RoomMachine(RuleBasedStateMachine):
         conn = data.draw(st.sampled_from(self.welcomed()))
         frame: dict[str, Any] = {"t": "resource", "id": self.rid(), "name": name, "op": op, "n": n}
         if name == "hope" and whose != "none":
-            others = sorted(self.room.pending.participants)
+            others = sorted(self.room.pending.participants) + sorted(self.room.pending.aliases)
             frame["participant"] = {
                 "own": conn.session.id,
                 "other": data.draw(st.sampled_from(others)) if others else conn.session.id,
@@ -510,6 +678,90 @@ class RoomMachine(RuleBasedStateMachine):
             "negative": {"t": "resource", "id": rid, "name": "fear", "op": "gain", "n": -1},
             "unknown-type": {"t": "shout", "id": rid},
         }[junk]
+        self.request(conn, frame)
+
+    def manager(self, data: st.DataObject, by_gm: int) -> Conn:
+        """Mostly a GM's socket; now and then anyone's, whose management frames are refused."""
+        gms = [c for c in self.welcomed() if c.session.role == "gm"]
+        return data.draw(st.sampled_from(gms if gms and by_gm else self.welcomed()))
+
+    def someone(self, data: st.DataObject, role: str | None = None, besides: str = "") -> str:
+        """A participant id to name: anyone who joined and is not removed but ``besides`` (often one who
+        rolled); or one removed, one merged away (its id is followed), nobody, or ``besides``."""
+        state = self.room.pending
+        if besides and data.draw(st.integers(0, 9)) == 0:
+            return besides  # yourself, or the same one twice: refused
+        known = sorted(
+            p
+            for p, m in state.participants.items()
+            if role in (None, m.role) and p != besides and p not in state.revoked
+        )
+        rollers = sorted({sender for sender, _ in self.roll_frames.values()} & set(known))
+        odd = [sorted(state.revoked), sorted(state.aliases), ["nobody"]]
+        pool = data.draw(st.sampled_from([rollers, rollers, rollers, known, known, known, *odd]))
+        return data.draw(st.sampled_from(pool or known or ["nobody"]))
+
+    @precondition(lambda self: any(c.welcomed for c in self.conns))
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(["rename", "invites", "rotate", "rotate", "archive"]),
+        by_gm=st.integers(0, 4),
+    )
+    def manage(self, data: st.DataObject, kind: str, by_gm: int) -> None:
+        conn = self.manager(data, by_gm)
+        frame: dict[str, Any] = {"t": kind, "id": self.rid()}
+        if kind == "archive" and len(self.stored) < 12:
+            frame["t"] = "invites"  # late in a run, so most runs see plenty before it
+        elif kind == "rename":
+            frame.update(participant=self.someone(data), name=data.draw(st.sampled_from(NAMES)))
+        elif kind == "rotate":
+            frame.update(t="invites", rotate=True)
+        self.request(conn, frame)
+
+    @precondition(lambda self: any(c.welcomed for c in self.conns))
+    @rule(data=st.data(), by_gm=st.integers(0, 4), role=st.sampled_from(["player", "player", "gm", None]))
+    def merge(self, data: st.DataObject, by_gm: int, role: str | None) -> None:
+        """Two participants, mostly of one role (players, or the two GMs), folded into one."""
+        conn = self.manager(data, by_gm)
+        gone = self.someone(data, role, besides=conn.session.id)
+        into = self.someone(data, role, besides=gone)
+        self.request(conn, {"t": "merge", "id": self.rid(), "participant": gone, "into": into})
+
+    def duplicates(self) -> list[tuple[str, str]]:
+        """(one who rolled, a player here): the stale duplicate and the one a GM folds it into."""
+        state = self.room.pending
+        here = {c.session.id for c in self.welcomed() if c.session.role == "player"}
+        rollers = {sender for sender, _ in self.roll_frames.values()}
+        return sorted(
+            (gone, into)
+            for gone in rollers
+            if gone in state.participants and gone not in state.revoked
+            for into in here
+            if into != gone and state.participants[gone].role == "player"
+        )
+
+    @precondition(
+        lambda self: bool(self.duplicates()) and any(c.session.role == "gm" for c in self.welcomed())
+    )
+    @rule(data=st.data())
+    def merge_a_duplicate(self, data: st.DataObject) -> None:
+        """The case merges are for: a stale "Aria" who rolled, folded into the Aria at the table, whose
+        sockets then resend the stale one's rolls (see ``retry_roll``)."""
+        conn = data.draw(st.sampled_from([c for c in self.welcomed() if c.session.role == "gm"]))
+        gone, into = data.draw(st.sampled_from(self.duplicates()))
+        self.request(conn, {"t": "merge", "id": self.rid(), "participant": gone, "into": into})
+
+    @precondition(lambda self: any(c.welcomed for c in self.conns))
+    @rule(data=st.data(), by_gm=st.integers(0, 4), reason=st.sampled_from([None, "", "Left the group."]))
+    def kick(self, data: st.DataObject, by_gm: int, reason: str | None) -> None:
+        conn = self.manager(data, by_gm)
+        frame: dict[str, Any] = {
+            "t": "kick",
+            "id": self.rid(),
+            "participant": self.someone(data, besides=conn.session.id),
+        }
+        if reason is not None:
+            frame["reason"] = reason
         self.request(conn, frame)
 
     # -- rules: the log ----------------------------------------------------------------------------------
@@ -540,6 +792,8 @@ class RoomMachine(RuleBasedStateMachine):
         self.fear_and_hope_within_their_caps()
         self.every_socket_has_every_stored_event()
         self.every_request_is_answered_once_nothing_is_in_flight()
+        self.campaign_changes_hold_in_the_log()
+        self.no_socket_of_someone_removed_or_merged()
 
     def log_is_dense_and_folds_to_the_room(self) -> None:
         assert [r["seq"] for r in self.stored] == list(range(1, len(self.stored) + 1))
@@ -550,6 +804,18 @@ class RoomMachine(RuleBasedStateMachine):
         assert {s: x.revealed for s, x in folded.sealed.items()} == {
             s: x.revealed for s, x in committed.sealed.items()
         }
+        assert (folded.revoked, folded.aliases, folded.invites, folded.archived) == (
+            committed.revoked,
+            committed.aliases,
+            committed.invites,
+            committed.archived,
+        )
+        aliases = {gone: resolve(self.merged, gone) for gone in self.merged}  # a chain a→b→c points a at c
+        assert (folded.revoked, folded.aliases) == (self.kicked, aliases), "the room reads the log as we do"
+        assert (folded.invites, folded.archived) == (self.generation, self.archived)
+        assert folded.participants == committed.participants
+        # Roll ids, the merged ones' inherited: a restarted server answers retries as this one does.
+        assert folded.rolls == committed.rolls
 
     def fear_and_hope_within_their_caps(self) -> None:
         for state in (self.room.committed, self.room.pending):
@@ -559,6 +825,8 @@ class RoomMachine(RuleBasedStateMachine):
             if record["kind"] == "resource":
                 cap = FEAR_MAX if record["name"] == "fear" else HOPE_MAX
                 assert 0 <= record["value"] <= cap, record
+            elif record["kind"] == "merge" and record["hope"] is not None:
+                assert 0 <= record["hope"] <= HOPE_MAX, record
 
     def every_socket_has_every_stored_event(self) -> None:
         last = self.room.committed.seq
@@ -567,6 +835,26 @@ class RoomMachine(RuleBasedStateMachine):
                 assert conn.seqs[-1] == last, f"{conn.session.id} is at {conn.seqs[-1]}, the log at {last}"
             else:
                 assert conn.first_expected == last + 1, "a socket that got no event has nothing to get"
+
+    def campaign_changes_hold_in_the_log(self) -> None:
+        """Read in seq order: nothing after ``archive``; after a ``kick`` or a ``merge`` no event names the
+        one removed or merged away (as actor, member, merged, into or Hope's participant)."""
+        gone: dict[str, int] = {}  # participant -> the seq of their kick or merge
+        for record in self.stored:
+            assert record["kind"] != "archive" or record is self.stored[-1], "an event stored after archive"
+            named = {record["actor"]["id"], record.get("participant")}
+            named.update(record[k]["id"] for k in ("member", "merged", "into") if k in record)
+            for pid in named & gone.keys():
+                raise AssertionError(f"seq {record['seq']} names {pid}, gone at {gone[pid]}: {record}")
+            if record["kind"] == "kick":
+                gone[record["member"]["id"]] = record["seq"]
+            elif record["kind"] == "merge":
+                gone[record["merged"]["id"]] = record["seq"]
+
+    def no_socket_of_someone_removed_or_merged(self) -> None:
+        for conn in self.conns:
+            assert conn.session.id not in self.kicked, f"{conn.session.id} was removed but is still here"
+            assert conn.session.id not in self.merged, f"{conn.session.id} was merged but is still here"
 
     def every_request_is_answered_once_nothing_is_in_flight(self) -> None:
         if self.queue:
