@@ -41,7 +41,12 @@ def signing_key_pem() -> str:
 def cluster_env(nats: NatsCluster, secret: str, key: str, **extra: str) -> dict[str, str]:
     return server_env(
         secret,
-        {"TABLERELAY_STORE": nats.store, "TABLERELAY_SIGNING_KEY": key, "TABLERELAY_LOG_LEVEL": "debug", **extra},
+        {
+            "TABLERELAY_STORE": nats.store,
+            "TABLERELAY_SIGNING_KEY": key,
+            "TABLERELAY_LOG_LEVEL": "debug",
+            **extra,
+        },
     )
 
 
@@ -121,8 +126,8 @@ class Nodes:
     async def acreate_room(self, name: str = "Test table") -> Room:
         return await self.nodes[0].acreate_room(name)
 
-    def token(self, room: str, role: str, **kwargs: Any) -> str:
-        return self.nodes[0].token(room, role, **kwargs)
+    def token(self, room_id: str, role: str, **kwargs: Any) -> str:
+        return self.nodes[0].token(room_id, role, **kwargs)
 
 
 @pytest.fixture(scope="module")
