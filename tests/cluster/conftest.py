@@ -60,12 +60,12 @@ def nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsCluster]:
 class Nodes:
     """Relay nodes on one cluster, sharing secret and signing key; ``url`` names them in turn."""
 
-    def __init__(self, nats: NatsCluster, folder: Path, count: int) -> None:
+    def __init__(self, nats: NatsCluster, folder: Path, count: int, **env: str) -> None:
         self.nats = nats
         self.folder = folder
         self.secret = secrets.token_hex(24)
         self.key = signing_key_pem()
-        self.env = cluster_env(nats, self.secret, self.key)
+        self.env = cluster_env(nats, self.secret, self.key, **env)
         self.nodes = [self._make(i) for i in range(count)]
         self._turn = itertools.cycle(range(count))
 
@@ -145,8 +145,8 @@ def nodes_factory(tmp_path: Path) -> Iterator[Callable[..., Nodes]]:
     """Relay nodes for one test, on a given cluster; any still running are killed afterwards."""
     made: list[Nodes] = []
 
-    def make(nats: NatsCluster, count: int = 2) -> Nodes:
-        nodes = Nodes(nats, tmp_path / f"nodes{len(made)}", count).start()
+    def make(nats: NatsCluster, count: int = 2, **env: str) -> Nodes:
+        nodes = Nodes(nats, tmp_path / f"nodes{len(made)}", count, **env).start()
         made.append(nodes)
         return nodes
 
