@@ -182,6 +182,7 @@ class NatsLog(EventLog):
         }
         if creds:
             options["user_credentials"] = creds
+        options.update(_connection_callbacks(store))
         try:
             nc = await nats.connect(**options)
         except (OSError, TimeoutError, nats.errors.Error) as exc:
@@ -226,7 +227,7 @@ class NatsLog(EventLog):
     # -- the room directory ---------------------------------------------------------------------------------
 
     async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo:
-        if len(await self._room_ids()) >= max_rooms:
+        if await self._room_count() >= max_rooms:
             raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
         info = RoomInfo(
             id=secrets.token_hex(8),
@@ -260,6 +261,11 @@ class NatsLog(EventLog):
         info = _info(json.loads(entry.value))
         self._infos[room] = info
         return info
+
+    async def _room_count(self) -> int:
+        """Rooms in the directory (one request: the bucket keeps one message per room)."""
+        info = await self.js.stream_info(f"KV_{ROOMS_BUCKET}")
+        return int(info.state.messages)
 
     async def _room_ids(self) -> list[str]:
         try:
@@ -567,6 +573,21 @@ class NatsLog(EventLog):
             task.cancel()
         with contextlib.suppress(Exception):
             await self.nc.drain()
+
+
+def _connection_callbacks(store: str) -> dict[str, Any]:
+    """nats-py's connection events as log lines (by default it prints tracebacks to stderr)."""
+
+    async def error(exc: Exception) -> None:
+        logger.warning("nats_error", store=store, error=str(exc) or type(exc).__name__)
+
+    async def disconnected() -> None:
+        logger.warning("nats_disconnected", store=store)
+
+    async def reconnected() -> None:
+        logger.info("nats_reconnected", store=store)
+
+    return {"error_cb": error, "disconnected_cb": disconnected, "reconnected_cb": reconnected}
 
 
 def _info(data: dict[str, Any]) -> RoomInfo:
