@@ -3,18 +3,22 @@
 Records are copied as the source holds them (the same MessagePack maps, seqs, epochs and timestamps), so
 a room keeps its epoch (clients resume across the move) and every event signs and verifies as before.
 A room the target already holds with the same events is skipped; one holding other events is refused.
+Either way round: SQLite into NATS (moving to a cluster), or NATS into a SQLite file in a folder (a backup of
+the cluster store that ``tablerelay serve --data FOLDER`` can serve).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import sys
 
 from relay import stores
 from relay.config import ConfigError, load
 from relay.log.base import EventLog, RoomInfo
+from relay.log.sqlite import SqliteLog, connect
 
 CHUNK = 100  # records per append (one NATS message each)
 
@@ -31,10 +35,7 @@ async def _copy_room(source: EventLog, target: EventLog, info: RoomInfo) -> int:
     if existing is not None and existing.epoch != info.epoch:
         raise CopyError(f"room {info.id} exists in the target with another epoch; it was not copied.")
     if existing is None:
-        put = getattr(target, "put_room", None)
-        if put is None:
-            raise CopyError("the target store cannot take rooms with their ids (copy into a NATS store).")
-        await put(info)
+        await _put_room(target, info)
     if have > total:
         raise CopyError(
             f"room {info.id} has more events in the target ({have}) than in the source ({total})."
@@ -53,6 +54,22 @@ async def _copy_room(source: EventLog, target: EventLog, info: RoomInfo) -> int:
         seq = await target.append(info.id, records, seq)
         written += len(records)
     return written
+
+
+async def _put_room(target: EventLog, info: RoomInfo) -> None:
+    """Add ``info`` to the target's room directory exactly as it is (its id and epoch kept)."""
+    if isinstance(target, SqliteLog):
+        with contextlib.closing(connect(target.path, target.synchronous)) as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO rooms (id, name, epoch, created, fear_max, hope_max) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (info.id, info.name, info.epoch, info.created, info.fear_max, info.hope_max),
+            )
+        return
+    put = getattr(target, "put_room", None)
+    if put is None:
+        raise CopyError("the target store cannot take rooms with their ids.")
+    await put(info)
 
 
 async def copy(source: EventLog, target: EventLog) -> list[tuple[RoomInfo, int]]:

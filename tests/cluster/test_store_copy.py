@@ -94,6 +94,23 @@ async def test_a_sqlite_room_log_moves_to_nats_exactly_and_clients_resume_on_the
     more = await back.roll(POWER, "public", "first on nats")
     assert more["seq"] == len(rows) + 2, "after the copied events: p's join on the node, then this roll"
 
+    # And back: the cluster store copied into a SQLite file (a backup a single node can serve) holds the
+    # same records.
+    backup = tmp_path / "backup"
+    saved = await asyncio.to_thread(
+        run, env, "store", "copy", "--from", nats.store, "--to", "sqlite", "--data", str(backup)
+    )
+    assert saved.returncode == 0, saved.stderr
+    with sqlite3.connect(backup / "tablerelay.sqlite3") as conn:
+        restored = [
+            bytes(r[0])
+            for r in conn.execute("SELECT data FROM events WHERE room = ? ORDER BY seq", (room.id,))
+        ]
+        (epoch,) = conn.execute("SELECT epoch FROM rooms WHERE id = ?", (room.id,)).fetchone()
+    assert restored[: len(rows)] == rows
+    assert len(restored) == more["seq"]
+    assert epoch == resume["epoch"]
+
     # Exported from the NATS store, every event verifies offline.
     out = tmp_path / "export.jsonl"
     made = await asyncio.to_thread(
