@@ -90,6 +90,8 @@ def store_copy_command(args: argparse.Namespace) -> int:
         print("tablerelay: --from and --to name the same store.", file=sys.stderr)
         return 2
 
+    stores.quiet_logs()
+
     async def main() -> list[tuple[RoomInfo, int]]:
         source = await stores.open_log(source_config, follow=False)
         try:

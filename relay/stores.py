@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from relay import logs
 from relay.config import Config, ConfigError
 from relay.log.base import EventLog, Record, RoomInfo
 from relay.log.sqlite import SqliteLog
@@ -75,8 +76,15 @@ def check_secret(config: Config) -> None:
         )
 
 
+def quiet_logs() -> None:
+    """One-shot commands print their results on stdout: the store's log lines go to stderr, errors only."""
+    logs.configure("auto", "error")
+
+
 def run_on(config: Config, work: Callable[[EventLog], Awaitable[T]]) -> T:
     """Run ``work`` against the configured log from a one-shot command (a fresh event loop)."""
+
+    quiet_logs()
 
     async def main() -> T:
         log = await open_log(config, follow=False)

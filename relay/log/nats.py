@@ -65,6 +65,8 @@ WRONG_LAST_SEQUENCE = 10071
 PUBLISH_TIMEOUT = 2.0
 APPEND_DEADLINE = 12.0
 READ_BATCH = 500
+#: Seconds after a lost race before reading the winner's events, if the stream has not delivered them.
+CATCH_UP_DELAY = 0.5
 #: Seconds to wait for a just-started cluster's JetStream to answer.
 READY_TIMEOUT = 30.0
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -133,6 +135,7 @@ class _Lane:
     # (first room seq, stream seq) of each message, when known from seq 1 on: where a read starts.
     index: list[tuple[int, int]] = field(default_factory=list)
     indexed: bool = False
+    filling: bool = False  # a read of events the stream has not delivered is under way
 
     def note(self, first: int, last: int, stream_seq: int) -> None:
         if stream_seq > self.tail_stream:
@@ -160,6 +163,7 @@ class NatsLog(EventLog):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._sub: Any = None
         self._closed = False
+        self._closing = asyncio.Event()  # set by close(): the disconnection that follows is expected
 
     # -- connecting -----------------------------------------------------------------------------------------
 
@@ -182,7 +186,8 @@ class NatsLog(EventLog):
         }
         if creds:
             options["user_credentials"] = creds
-        options.update(_connection_callbacks(store))
+        closing = asyncio.Event()
+        options.update(_connection_callbacks(store, closing.is_set))
         try:
             nc = await nats.connect(**options)
         except (OSError, TimeoutError, nats.errors.Error) as exc:
@@ -208,6 +213,7 @@ class NatsLog(EventLog):
                 await nc.close()
                 raise StoreError(f"JetStream is not usable on {store}: {exc}.") from exc
         log = cls(nc, js, kv, count)
+        log._closing = closing
         if follow:
             await log._start_following()
         return log
@@ -382,6 +388,10 @@ class NatsLog(EventLog):
         lane.refusing = error
         # Runs after the server's callbacks for the futures failed above, which were scheduled first.
         self._loop.call_soon(self._accept, lane, error)
+        if isinstance(error, Conflict):
+            # The server retries once the other node's events reach it; should the stream be slow to
+            # deliver them (its consumer being reset after a server died, say), read them instead.
+            self._loop.call_later(CATCH_UP_DELAY, self._check_behind, lane)
 
     @staticmethod
     def _accept(lane: _Lane, error: BaseException) -> None:
@@ -435,22 +445,41 @@ class NatsLog(EventLog):
             records = lane.held[first]
             if records[-1]["seq"] <= lane.delivered:
                 del lane.held[first]
-            elif first == lane.delivered + 1:
+            elif first <= lane.delivered + 1:
                 del lane.held[first]
+                records = records[lane.delivered + 1 - first :]  # the part the server lacks
                 lane.delivered = records[-1]["seq"]
                 # After the callbacks of the futures this node's PubAcks settled, which came first.
                 self._loop.call_soon(lane.deliver, records)
             else:
                 if not lane.own:  # a gap nothing of ours will fill (a consumer reset): read it
-                    self._spawn(self._fill(lane, first))
+                    self._fill(lane, first - 1)
                 return
 
-    async def _fill(self, lane: _Lane, before: int) -> None:
-        missing = await self.read(lane.room, lane.delivered, before - 1 - lane.delivered)
-        for record in missing:
-            if record["seq"] > lane.delivered and record["seq"] not in lane.held:
-                lane.held[record["seq"]] = [record]
-        self._release(lane)
+    def _check_behind(self, lane: _Lane) -> None:
+        if lane.deliver is not None and not lane.own and lane.tail_seq > lane.delivered:
+            self._fill(lane, lane.tail_seq)
+
+    def _fill(self, lane: _Lane, upto: int) -> None:
+        """Read the records after what the server has through ``upto`` from the store, and deliver them."""
+        if lane.filling or self._closed:
+            return
+        lane.filling = True
+
+        async def fill() -> None:
+            try:
+                missing = await self.read(lane.room, lane.delivered, upto - lane.delivered)
+            except Exception as exc:
+                logger.warning("catch_up_failed", room=lane.room, error=type(exc).__name__)
+                return
+            finally:
+                lane.filling = False
+            for record in missing:
+                if record["seq"] > lane.delivered and record["seq"] not in lane.held:
+                    lane.held[record["seq"]] = [record]
+            self._release(lane)
+
+        self._spawn(fill())
 
     def follow(self, room: str, seq: int, deliver: Deliver) -> None:
         lane = self._lane(room)
@@ -566,6 +595,7 @@ class NatsLog(EventLog):
         while any(lane.busy for lane in self._lanes.values()):
             await asyncio.sleep(0.01)
         self._closed = True
+        self._closing.set()
         if self._sub is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
@@ -575,14 +605,15 @@ class NatsLog(EventLog):
             await self.nc.drain()
 
 
-def _connection_callbacks(store: str) -> dict[str, Any]:
+def _connection_callbacks(store: str, closing: Callable[[], bool]) -> dict[str, Any]:
     """nats-py's connection events as log lines (by default it prints tracebacks to stderr)."""
 
     async def error(exc: Exception) -> None:
         logger.warning("nats_error", store=store, error=str(exc) or type(exc).__name__)
 
     async def disconnected() -> None:
-        logger.warning("nats_disconnected", store=store)
+        if not closing():
+            logger.warning("nats_disconnected", store=store)
 
     async def reconnected() -> None:
         logger.info("nats_reconnected", store=store)
