@@ -293,6 +293,9 @@ class NatsLog(EventLog):
         return lane
 
     def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
+        """As ``EventLog.append``; after a failure, appends made before the failed futures' callbacks have
+        run fail the same way (they may have been built on the failed one: its seqs can be taken by another
+        node's events, so the expected seq alone cannot tell)."""
         if self._closed:
             raise RuntimeError("the event log is closed")
         future: asyncio.Future[int] = self._loop.create_future()
