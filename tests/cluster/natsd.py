@@ -151,10 +151,21 @@ def make_cluster(folder: Path, size: int = 3) -> NatsCluster:
 
 @contextlib.contextmanager
 def running_cluster(folder: Path, size: int = 3) -> Iterator[NatsCluster]:
-    folder.mkdir(parents=True, exist_ok=True)
-    cluster = make_cluster(folder, size)
+    """A started cluster, stopped afterwards. A free port can be taken by another process between being
+    found and being bound: a server that exits for that is started again on new ports (three tries)."""
+    for attempt in range(3):
+        here = folder / f"try{attempt}" if attempt else folder
+        here.mkdir(parents=True, exist_ok=True)
+        cluster = make_cluster(here, size)
+        try:
+            cluster.start()
+        except RuntimeError as exc:
+            cluster.stop()
+            if "address already in use" in str(exc) and attempt < 2:
+                continue
+            raise
+        break
     try:
-        cluster.start()
         yield cluster
     finally:
         cluster.stop()
