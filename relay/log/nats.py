@@ -94,6 +94,11 @@ def servers(store: str) -> list[str]:
     return urls
 
 
+def shown(store: str) -> str:
+    """The store address as it may appear in messages and logs: passwords masked."""
+    return re.sub(r"(://[^:/@,]+):[^@/,]*@", r"\1:***@", store)
+
+
 def encode_message(records: Sequence[Record]) -> bytes:
     data: bytes = msgpack.packb([encode_record(r) for r in records], use_bin_type=True)
     return data
@@ -179,7 +184,9 @@ class NatsLog(EventLog):
         options: dict[str, Any] = {
             "servers": servers(store),
             "connect_timeout": 3,
-            "max_reconnect_attempts": -1,
+            # A few tries per server for the first connection (a wrong password must not spin forever);
+            # once connected, reconnecting never gives up (set below).
+            "max_reconnect_attempts": 2,
             "reconnect_time_wait": 0.5,
             "allow_reconnect": True,
             "name": "tablerelay",
@@ -187,13 +194,16 @@ class NatsLog(EventLog):
         if creds:
             options["user_credentials"] = creds
         closing = asyncio.Event()
-        options.update(_connection_callbacks(store, closing.is_set))
+        first: list[Exception] = []  # errors of the first connection, told in one sentence if it fails
+        options.update(_connection_callbacks(shown(store), closing.is_set, first))
         try:
             nc = await nats.connect(**options)
         except (OSError, TimeoutError, nats.errors.Error) as exc:
-            raise StoreError(
-                f"Cannot reach the NATS servers at {store}: {exc or type(exc).__name__}."
-            ) from exc
+            cause = first[-1] if first else exc
+            reason = str(cause).strip(". ") or type(cause).__name__
+            raise StoreError(f"Cannot reach the NATS servers at {shown(store)}: {reason}.") from exc
+        first.append(_CONNECTED)
+        nc.options["max_reconnect_attempts"] = -1
         js = nc.jetstream(timeout=5)
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
@@ -206,12 +216,12 @@ class NatsLog(EventLog):
                 if time.monotonic() > deadline:
                     await nc.close()
                     raise StoreError(
-                        f"JetStream on {store} did not answer within {READY_TIMEOUT:.0f} s."
+                        f"JetStream on {shown(store)} did not answer within {READY_TIMEOUT:.0f} s."
                     ) from exc
                 await asyncio.sleep(0.25)
             except (nats.js.errors.Error, StoreError) as exc:
                 await nc.close()
-                raise StoreError(f"JetStream is not usable on {store}: {exc}.") from exc
+                raise StoreError(f"JetStream is not usable on {shown(store)}: {exc}.") from exc
         log = cls(nc, js, kv, count)
         log._closing = closing
         if follow:
@@ -608,10 +618,17 @@ class NatsLog(EventLog):
             await self.nc.drain()
 
 
-def _connection_callbacks(store: str, closing: Callable[[], bool]) -> dict[str, Any]:
-    """nats-py's connection events as log lines (by default it prints tracebacks to stderr)."""
+_CONNECTED = Exception("connected")
+
+
+def _connection_callbacks(store: str, closing: Callable[[], bool], first: list[Exception]) -> dict[str, Any]:
+    """nats-py's connection events as log lines (by default it prints tracebacks to stderr). Until the
+    first connection is made (``first`` ends with ``_CONNECTED``), errors are kept for the caller instead."""
 
     async def error(exc: Exception) -> None:
+        if not first or first[-1] is not _CONNECTED:
+            first.append(exc)
+            return
         logger.warning("nats_error", store=store, error=str(exc) or type(exc).__name__)
 
     async def disconnected() -> None:
@@ -659,13 +676,11 @@ async def _ensure_stream(js: JetStreamContext, replicas: int) -> int:
         try:
             await js.add_stream(_stream_config(count))
             return count
-        except nats.js.errors.BadRequestError as exc:  # already made by another node, or too few servers
+        except nats.js.errors.APIError as exc:  # made by another node meanwhile, or too few servers
             error = exc
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 info = await js.stream_info(STREAM)
                 return int(info.config.num_replicas or 1)
-        except nats.js.errors.ServiceUnavailableError as exc:
-            error = exc
     raise StoreError(f"Cannot create the JetStream stream {STREAM}: {error}.")
 
 

@@ -47,6 +47,7 @@ class NatsServer:
     cluster_port: int
     routes: list[int]
     proc: subprocess.Popen[bytes] | None = None
+    extra: str = ""  # more configuration (authorization, say)
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -59,12 +60,15 @@ class NatsServer:
     def config(self) -> str:
         routes = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in self.routes)
         store = self.folder / self.name
-        return (
+        text = (
             f'server_name: "{self.name}"\n'
             f"listen: 127.0.0.1:{self.port}\n"
             f'jetstream {{ store_dir: "{store}", max_memory_store: 256MB, max_file_store: 2GB }}\n'
-            f'cluster {{ name: "tablerelay", listen: 127.0.0.1:{self.cluster_port}, routes: [{routes}] }}\n'
         )
+        if self.routes:
+            listen = f"127.0.0.1:{self.cluster_port}"
+            text += f'cluster {{ name: "tablerelay", listen: {listen}, routes: [{routes}] }}\n'
+        return text + self.extra
 
     def start(self) -> None:
         path = self.folder / f"{self.name}.conf"
