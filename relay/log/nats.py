@@ -60,6 +60,10 @@ SUBJECTS = "tablerelay.events."
 ROOMS_BUCKET = "tablerelay_rooms"
 #: JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
 WRONG_LAST_SEQUENCE = 10071
+#: JetStream's error code for replicas asked of a server that is not in a cluster.
+NOT_CLUSTERED = 10074
+#: Seconds a first node waits for a just-started cluster to have room for 3 replicas.
+FORMING = 10.0
 #: Seconds one publish waits for its PubAck, and how long an append keeps retrying (same Msg-Id) before
 #: it is answered with an error the client may retry: long enough for a stream leader election.
 PUBLISH_TIMEOUT = 2.0
@@ -360,11 +364,19 @@ class NatsLog(EventLog):
         lane.own[msg_id] = None
         deadline = time.monotonic() + APPEND_DEADLINE
         error: BaseException | None = None
+        after = lane.tail_stream
         while True:
             try:
                 ack = await self.js.publish(lane.subject, payload, timeout=PUBLISH_TIMEOUT, headers=headers)
+                stored = ack.seq
             except nats.js.errors.APIError as exc:
                 if exc.err_code == WRONG_LAST_SEQUENCE:
+                    # Lost to another node, or an earlier try of this very publish was stored and JetStream
+                    # checked the expected sequence before the Msg-Id: the message after ours tells.
+                    mine = await self._stored_as(lane, msg_id, after)
+                    if mine is not None:
+                        stored = mine
+                        break
                     lane.own.pop(msg_id, None)
                     await self._refresh_tail(lane)
                     self._fail(lane, batch, Conflict(lane.room, batch[0].expected, max(lane.tail_seq, first)))
@@ -384,12 +396,22 @@ class NatsLog(EventLog):
                 return
             await asyncio.sleep(0.2)
         lane.own.pop(msg_id, None)
-        lane.note(first, last, ack.seq)
+        lane.note(first, last, stored)
         lane.delivered = max(lane.delivered, last)
         for append in batch:
             if not append.future.done():
                 append.future.set_result(append.last)
         self._release(lane)
+
+    async def _stored_as(self, lane: _Lane, msg_id: str, after: int) -> int | None:
+        """The stream seq of the room's first message after stream seq ``after`` if it is ``msg_id``."""
+        try:
+            msg = await self.js.get_msg(STREAM, seq=after + 1, subject=lane.subject, next=True)
+        except nats.js.errors.NotFoundError:
+            return None
+        if (msg.headers or {}).get("Nats-Msg-Id") == msg_id and msg.seq is not None:
+            return int(msg.seq)
+        return None
 
     def _fail(self, lane: _Lane, batch: list[_Append], error: BaseException) -> None:
         """Fail ``batch`` and every append queued behind it (they were built on top of it)."""
@@ -665,23 +687,40 @@ def _stream_config(replicas: int) -> api.StreamConfig:
     )
 
 
-async def _ensure_stream(js: JetStreamContext, replicas: int) -> int:
-    """The events stream, created if missing; returns its replica count (what the bucket should use)."""
-    with contextlib.suppress(nats.js.errors.NotFoundError):
+async def _existing_replicas(js: JetStreamContext) -> int | None:
+    try:
         info = await js.stream_info(STREAM)
-        return int(info.config.num_replicas or 1)
-    wanted = [replicas] if replicas > 0 else [3, 1]
-    error: Exception | None = None
-    for count in wanted:
+    except nats.js.errors.NotFoundError:
+        return None
+    return int(info.config.num_replicas or 1)
+
+
+async def _ensure_stream(js: JetStreamContext, replicas: int) -> int:
+    """The events stream, created if missing; returns its replica count (what the bucket should use).
+
+    ``replicas`` 0: 3, unless the server is not clustered, or 3 replicas still find no room after
+    FORMING seconds (a cluster of fewer than 3 servers; a cluster just started may still be gathering its
+    servers, hence the wait): then 1.
+    """
+    existing = await _existing_replicas(js)
+    if existing is not None:
+        return existing
+    count = replicas or 3
+    patience = time.monotonic() + FORMING
+    while True:
         try:
             await js.add_stream(_stream_config(count))
             return count
-        except nats.js.errors.APIError as exc:  # made by another node meanwhile, or too few servers
-            error = exc
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                info = await js.stream_info(STREAM)
-                return int(info.config.num_replicas or 1)
-    raise StoreError(f"Cannot create the JetStream stream {STREAM}: {error}.")
+        except nats.js.errors.APIError as exc:
+            existing = await _existing_replicas(js)
+            if existing is not None:  # made by another node meanwhile
+                return existing
+            if replicas or count == 1:
+                raise StoreError(f"Cannot create the JetStream stream {STREAM}: {exc}.") from exc
+            if exc.err_code == NOT_CLUSTERED or time.monotonic() > patience:
+                count = 1
+            else:
+                await asyncio.sleep(0.5)
 
 
 async def _ensure_bucket(js: JetStreamContext, replicas: int) -> KeyValue:

@@ -6,10 +6,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import nats.js.errors
 import pytest
 
 from relay.log.base import Conflict, RoomInfo, RoomLimitReached
-from relay.log.nats import STREAM, NatsLog, encode_message, subject
+from relay.log.nats import STREAM, WRONG_LAST_SEQUENCE, NatsLog, encode_message, subject
 from tests.cluster.natsd import NatsCluster
 
 
@@ -85,15 +86,32 @@ async def test_each_node_is_given_the_others_events_once_in_order_and_never_its_
     assert got["b"] == sorted(set(range(1, 21)) - written_by_b), "b is given exactly a's appends"
 
 
-async def test_a_publish_retried_with_its_msg_id_is_stored_once(logs: tuple[NatsLog, NatsLog]) -> None:
+async def test_a_publish_retried_with_its_msg_id_is_stored_once_and_recognised(
+    logs: tuple[NatsLog, NatsLog],
+) -> None:
+    """A try whose PubAck was lost (an election) is sent again with the same Msg-Id and expected sequence.
+    JetStream stores it once and answers the retry with the first PubAck, or, when it checks the expected
+    sequence first, with wrong-last-sequence: then the message right after the expected one is ours, which
+    is how the log tells its own stored append from a lost race."""
     a, _ = logs
     room = await new_room(a)
+    await a.state(room.id)
     payload = encode_message([record(1)])
-    headers = {"Nats-Msg-Id": "retry-test-" + room.id, "Nats-Expected-Last-Subject-Sequence": "0"}
+    msg_id = "retry-test-" + room.id
+    headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": "0"}
     first = await a.js.publish(subject(room.id), payload, headers=dict(headers))
-    again = await a.js.publish(subject(room.id), payload, headers=dict(headers))
-    assert again.duplicate is True
-    assert again.seq == first.seq, "the retry is answered with the first PubAck"
+    code: int | None = None
+    try:
+        again = await a.js.publish(subject(room.id), payload, headers=dict(headers))
+    except nats.js.errors.APIError as exc:
+        code = exc.err_code
+    else:
+        assert again.duplicate is True
+        assert again.seq == first.seq, "the retry is answered with the first PubAck"
+    assert code in (None, WRONG_LAST_SEQUENCE)
+    lane = a._lane(room.id)
+    assert await a._stored_as(lane, msg_id, 0) == first.seq
+    assert await a._stored_as(lane, "someone-else", 0) is None
     assert [r["seq"] for r in await a.read(room.id, 0, 10)] == [1]
     info = await a.js.stream_info(STREAM, subjects_filter=subject(room.id))
     assert info.state.subjects == {subject(room.id): 1}
