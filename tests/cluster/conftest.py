@@ -83,9 +83,9 @@ class Nodes:
         return self.nodes[index]
 
     def stop(self) -> None:
-        for node in self.nodes:
-            if node.running:
-                node.stop(signal.SIGTERM)
+        """SIGTERM every node still running; each must finish its appends and exit 0."""
+        codes = [node.stop(signal.SIGTERM) for node in self.nodes if node.running]
+        assert codes == [0] * len(codes), f"a node exited with {codes} after SIGTERM"
 
     # What the e2e tests use of a Server.
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from typing import Any
 
@@ -60,6 +61,9 @@ async def test_clients_on_different_nodes_see_one_ordered_stream(
         assert ev["sig"], ev
     records = await stored(server.nats.store, room.id)
     assert [r["seq"] for r in records] == list(range(1, top + 1))
+    # The command line sees the same store while the nodes run.
+    listed = json.loads((await asyncio.to_thread(server.cli, "room", "list", "--json")).stdout)
+    assert {"id": room.id, "events": top} in [{"id": r["id"], "events": r["events"]} for r in listed]
 
 
 async def test_fear_spends_split_over_two_nodes_succeed_exactly_as_often_as_there_was_fear(
