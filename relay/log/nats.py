@@ -274,11 +274,20 @@ class NatsLog(EventLog):
             return None
         try:
             entry = await self.kv.get(room)
+            value = entry.value
         except nats.js.errors.KeyNotFoundError:
-            return None
-        if entry.value is None:
-            return None
-        info = _info(json.loads(entry.value))
+            value = None
+        if not value:
+            # A direct get may be answered by a replica that has not seen a room created a moment ago
+            # (the link opened right after `room create`): ask the bucket's leader before saying no.
+            try:
+                msg = await self.js.get_last_msg(f"KV_{ROOMS_BUCKET}", f"$KV.{ROOMS_BUCKET}.{room}")
+            except nats.js.errors.NotFoundError:
+                return None
+            value = msg.data
+            if not value:  # deleted
+                return None
+        info = _info(json.loads(value))
         self._infos[room] = info
         return info
 
