@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from websockets.asyncio.client import connect
 
 from bench import servers, tables
-from bench.fanout import cpu_of
+from bench.fanout import cpu_of, open_room_clients
 from bench.harness import (
     ROOT,
     VENV_BIN,
@@ -179,39 +179,46 @@ async def cluster_clients(
     return driver, groups[1:]
 
 
-async def many_tables_cluster(
+async def many_tables(
     nats: NatsCluster, run_dir: Path, *, rooms: int, per_room: int, rolls: int, window: int, rounds: int
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The single SQLite node and the two-node cluster, both up, taking turns round by round (so the load
+    other work puts on the machine falls on both alike): (single, cluster)."""
+    single = await servers.start("relay", run_dir, None, f"cluster-single-{rooms}x{per_room}")
     relays = ClusterRelays(nats, run_dir)
-    await relays.start()
+    groups: list[Clients] = []
     try:
-        made = await relays.rooms(rooms)
-        driver, receivers = await cluster_clients(relays, run_dir, made, per_room)
-        try:
-            nats_pids = [s.proc.pid for s in nats.servers if s.proc is not None]
-            await tables.run_once(
-                relays.pids[0], driver, receivers, tables.order(rooms, rolls // 4, 1), per_room, window
+        s_driver, s_receivers = await open_room_clients(
+            single, run_dir, "cluster-single", rooms, per_room, procs=2, receive_options={"decode": True}
+        )
+        groups += [s_driver, *s_receivers]
+        await relays.start()
+        c_driver, c_receivers = await cluster_clients(relays, run_dir, await relays.rooms(rooms), per_room)
+        groups += [c_driver, *c_receivers]
+        nats_pids = [s.proc.pid for s in nats.servers if s.proc is not None]
+        warm = tables.order(rooms, rolls // 4, 1)
+        await tables.run_once(single.pid, s_driver, s_receivers, warm, per_room, window)
+        await tables.run_once(relays.pids[0], c_driver, c_receivers, warm, per_room, window)
+        single_runs, cluster_runs = [], []
+        for i in range(rounds):
+            picks = tables.order(rooms, rolls, tables.SEED + 10 + i)
+            single_runs.append(
+                await tables.run_once(single.pid, s_driver, s_receivers, picks, per_room, window)
             )
-            runs = []
-            for i in range(rounds):
-                before = cpu_of({"nodes": relays.pids, "nats": nats_pids})
-                run = await tables.run_once(
-                    relays.pids[0],
-                    driver,
-                    receivers,
-                    tables.order(rooms, rolls, tables.SEED + 10 + i),
-                    per_room,
-                    window,
-                )
-                after = cpu_of({"nodes": relays.pids, "nats": nats_pids})
-                run["cpu_us_per_roll_nodes"] = 1e6 * (after["nodes"] - before["nodes"]) / rolls
-                run["cpu_us_per_roll_nats"] = 1e6 * (after["nats"] - before["nats"]) / rolls
-                runs.append(run)
-        finally:
-            await close_all([driver, *receivers])
+            before = cpu_of({"nodes": relays.pids, "nats": nats_pids})
+            run = await tables.run_once(relays.pids[0], c_driver, c_receivers, picks, per_room, window)
+            after = cpu_of({"nodes": relays.pids, "nats": nats_pids})
+            run["cpu_us_per_roll_nodes"] = 1e6 * (after["nodes"] - before["nodes"]) / rolls
+            run["cpu_us_per_roll_nats"] = 1e6 * (after["nats"] - before["nats"]) / rolls
+            cluster_runs.append(run)
     finally:
+        await close_all(groups)
         await relays.stop()
-    return summarize("cluster", runs, rooms, per_room, rolls, window)
+        await single.stop()
+    return (
+        summarize("single", single_runs, rooms, per_room, rolls, window),
+        summarize("cluster", cluster_runs, rooms, per_room, rolls, window),
+    )
 
 
 def summarize(
@@ -368,18 +375,8 @@ async def run(quick: bool) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="tablerelay-bench-cluster-"))
     load_start = loadavg()
     started = time.time()
-    single = await tables.measure(
-        ("relay",),
-        run_dir,
-        None,
-        rooms=rooms,
-        per_room=per_room,
-        rolls=rolls,
-        window=window,
-        rounds=rounds,  # type: ignore[arg-type]
-    )
     with running_cluster(run_dir / "nats-tables") as nats:
-        cluster = await many_tables_cluster(
+        single, cluster = await many_tables(
             nats, run_dir, rooms=rooms, per_room=per_room, rolls=rolls, window=window, rounds=rounds
         )
     with running_cluster(run_dir / "nats-failover") as nats:
@@ -389,7 +386,7 @@ async def run(quick: bool) -> dict[str, Any]:
         "quick": quick,
         "load_start": load_start,
         "load_end": loadavg(),
-        "single": single[0],
+        "single": single,
         "cluster": cluster,
         "failover": fail,
     }
@@ -415,7 +412,7 @@ def section(results: dict[str, Any]) -> str:
         "",
         f"`python -m bench.cluster`, run {results['when']} UTC (load average 1, 5, 15 min: {load}). "
         "Everything on this one 2-core machine: 3 `nats-server` processes (JetStream, R3), 2 relay nodes, "
-        "the client harness and, for the single node, the same relay on SQLite, measured in the same run. "
+        "the client harness and, for the single node, the same relay on SQLite, both up and taking turns. "
         "A cluster here buys no cores: it measures what JetStream's quorum writes and the second node's "
         "fan-out cost, not a scale-out.",
         "",
