@@ -13,8 +13,9 @@ Failover: 16 rollers (one per room, half on each node) roll one at a time, each 
 with the same id, as a client does; the NATS server leading the events stream is killed with SIGKILL after
 3 s. The gap is the longest time without any acknowledged roll around the kill.
 
-``./scripts/bench`` does not run this (it needs a cluster and takes its own minutes): run it by hand, then
-``python -m bench.report`` puts bench/cluster.md into docs/benchmarks.md.
+The suite does not run this by default (it needs its own minutes): ``./scripts/bench --cluster`` (or
+``python -m bench.cluster``) runs it; ``python -m bench.report`` puts bench/cluster.md into
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -452,10 +453,10 @@ def section(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     results = asyncio.run(run(args.quick))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     slim = {**results, "failover": {k: v for k, v in results["failover"].items() if k != "ack_times"}}
