@@ -343,7 +343,7 @@ class NatsLog(EventLog):
         try:
             while lane.queue:
                 if lane.tail_seq < 0 or lane.queue[0].expected > lane.tail_seq:
-                    await self._refresh_tail(lane)
+                    await self._refresh_tail(lane, patient=True)
                 batch = [lane.queue.popleft()]
                 if batch[0].expected != lane.tail_seq:
                     self._fail(lane, batch, Conflict(lane.room, batch[0].expected, lane.tail_seq))
@@ -442,13 +442,20 @@ class NatsLog(EventLog):
         if lane.refusing is error:
             lane.refusing = None
 
-    async def _refresh_tail(self, lane: _Lane) -> None:
-        """Ask the stream's leader for the room's last message."""
-        try:
-            msg = await self.js.get_last_msg(STREAM, lane.subject)
-        except nats.js.errors.NotFoundError:
-            lane.tail_seq, lane.tail_stream = 0, 0
-            return
+    async def _refresh_tail(self, lane: _Lane, *, patient: bool = False) -> None:
+        """Ask the stream's leader for the room's last message; ``patient``: through a leader election."""
+        deadline = time.monotonic() + (APPEND_DEADLINE if patient else 0)
+        while True:
+            try:
+                msg = await self.js.get_last_msg(STREAM, lane.subject)
+                break
+            except nats.js.errors.NotFoundError:
+                lane.tail_seq, lane.tail_stream = 0, 0
+                return
+            except (TimeoutError, nats.errors.Error, OSError):
+                if time.monotonic() > deadline or self._closed:
+                    raise
+                await asyncio.sleep(0.2)
         assert msg.data is not None
         assert msg.seq is not None
         records = decode_message(msg.data)
