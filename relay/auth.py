@@ -36,6 +36,9 @@ class Claims:
     sub: str | None
     name: str | None
     exp: int | None
+    # The invite generation an invite (a token without ``sub``) belongs to: the claim ``inv``, 0 when
+    # absent. Rotating a room's invites (relay.membership) makes every other generation's invites void.
+    invites: int = 0
 
 
 def load_secret(data: Path, configured: str | None = None) -> bytes:
@@ -77,6 +80,7 @@ def issue(
     sub: str | None = None,
     name: str | None = None,
     ttl: int | None = DEFAULT_TTL,
+    invites: int = 0,
 ) -> str:
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
@@ -85,6 +89,8 @@ def issue(
         claims["sub"] = sub
     if name is not None:
         claims["name"] = name
+    if invites:
+        claims["inv"] = invites
     if ttl is not None:
         claims["exp"] = int(time.time()) + ttl
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
@@ -114,10 +120,12 @@ def verify(secret: bytes, token: object, room: str | None = None) -> Claims:
     sub = claims.get("sub")
     name = claims.get("name")
     exp = claims.get("exp")
+    inv = claims.get("inv", 0)
     return Claims(
         room=claims["room"],
         role=role,
         sub=sub if isinstance(sub, str) else None,
         name=name if isinstance(name, str) else None,
         exp=exp if isinstance(exp, int) else None,
+        invites=inv if isinstance(inv, int) and not isinstance(inv, bool) else -1,
     )

@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with a NATS store: replicas of its stream and bucket [3 if the cluster has 3 servers, else 1]",
     )
 
-    room = sub.add_parser("room", help="create or list rooms")
+    room = sub.add_parser("room", help="create, list, export, import, archive or delete rooms")
     room_sub = room.add_subparsers(dest="room_command", required=True, metavar="ACTION")
     create = room_sub.add_parser("create", help="create a room and print its tokens")
     create.add_argument("--name", required=True, help="the room's name")
@@ -78,11 +78,47 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("room", help="room id")
     export.add_argument("--format", choices=["jsonl", "msgpack"], default="jsonl", help="[jsonl]")
     export.add_argument("--output", "-o", help="file to write [standard output]")
+    export.add_argument(
+        "--stored",
+        action="store_true",
+        help="every event as stored, hidden rolls and their nonces included (a GM's backup; what "
+        "'room import' takes): keep it private",
+    )
     export.add_argument("--data", help="data folder [./data]")
     export.add_argument("--config", help="a TOML config file")
     export.add_argument(
         "--store", help="sqlite (the data folder) or nats://HOST:PORT[,...] [sqlite] (TABLERELAY_STORE)"
     )
+
+    importing = room_sub.add_parser(
+        "import",
+        help="add a room from a stored export (checked first; an existing room id is refused)",
+        description="Add the room a 'room export --stored' file holds, with its id, epoch and every "
+        "event, after checking every signature, the seqs and the fold. Refuses a room id that exists.",
+    )
+    importing.add_argument("file", help="an export made with 'tablerelay room export ROOM --stored'")
+    importing.add_argument("--keys", help="a JWK Set to trust instead of the keys in the file's header")
+    importing.add_argument("--data", help="data folder [./data]")
+    importing.add_argument("--config", help="a TOML config file")
+    archive = room_sub.add_parser(
+        "archive",
+        help="make a room read-only: history stays viewable, nothing new is stored",
+        description="Append an 'archive' event: from then on the room refuses rolls and changes (error "
+        "code 'archived') and stores no joins or leaves. Works while a server serves the data folder.",
+    )
+    archive.add_argument("room", help="room id")
+    archive.add_argument("--data", help="data folder [./data]")
+    archive.add_argument("--config", help="a TOML config file")
+    delete = room_sub.add_parser(
+        "delete",
+        help="delete a room and all its events for good (asks first)",
+        description="Delete a room and its events. Asks you to type the room id; without a terminal it "
+        "refuses unless given --yes. Refuses while a server serves the data folder.",
+    )
+    delete.add_argument("room", help="room id")
+    delete.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
+    delete.add_argument("--data", help="data folder [./data]")
+    delete.add_argument("--config", help="a TOML config file")
 
     key = sub.add_parser("key", help="manage the key that signs events")
     key_sub = key.add_subparsers(dest="key_command", required=True, metavar="ACTION")
@@ -205,9 +241,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve_command(args)
     if args.command == "room":
+        from relay.campaign import room_archive_command, room_delete_command, room_import_command
         from relay.commands import room_create_command, room_export_command, room_list_command
 
-        commands = {"create": room_create_command, "list": room_list_command, "export": room_export_command}
+        commands = {
+            "create": room_create_command,
+            "list": room_list_command,
+            "export": room_export_command,
+            "import": room_import_command,
+            "archive": room_archive_command,
+            "delete": room_delete_command,
+        }
         return commands[args.room_command](args)
     if args.command == "key":
         from relay.commands import key_rotate_command

@@ -14,7 +14,15 @@ from typing import Any
 from relay import auth, logs, public, signing, stores
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
-from relay.log.sqlite import SYNCHRONOUS, connect, create_room_sync, get_room_sync, list_rooms_sync, read_sync
+from relay.log.sqlite import (
+    SYNCHRONOUS,
+    connect,
+    create_room_sync,
+    get_room_sync,
+    list_rooms_sync,
+    read_sync,
+    state_sync,
+)
 
 # The page each role opens its link on.
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
@@ -88,6 +96,8 @@ def _check(config: Config) -> None:
     for name in ("max_frame", "burst", "max_rooms", "max_members", "send_queue", "history", "resume_max"):
         if getattr(limits, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
+    if limits.presence_days < 0:
+        raise ConfigError(f"limits.presence_days must be 0 (keep all) or more; got {limits.presence_days}.")
     if limits.rate <= 0 or limits.hello_timeout <= 0:
         raise ConfigError("limits.rate and limits.hello_timeout must be positive.")
 
@@ -201,10 +211,13 @@ def token_command(args: argparse.Namespace) -> int:
         if stores.is_cluster(config):
             stores.check_secret(config)
             where = "the NATS store"
-            info = stores.run_on(config, lambda log: log.get_room(args.room))
+            found = stores.run_on(config, lambda log: stores.room_and_invites(log, args.room))
+            info, generation = found if found is not None else (None, 0)
         else:
             with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
                 info = get_room_sync(conn, args.room)
+                # Invites belong to the room's current invite generation (the GM may have rotated them).
+                generation = state_sync(conn, info.id).invites if info is not None else 0
     except (stores.StoreUnusable, ConfigError) as exc:
         return _fail(str(exc), 1)
     if info is None:
@@ -212,7 +225,7 @@ def token_command(args: argparse.Namespace) -> int:
     secret = auth.load_secret(config.data, config.secret)
     ttl = auth.DEFAULT_TTL if args.ttl is None else args.ttl
     sub = auth.new_gm_id() if args.role == "gm" else None
-    token = auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl)
+    token = auth.issue(secret, info.id, args.role, sub=sub, name=args.name, ttl=ttl, invites=generation)
     print(public.link(public.public_base(config), _PAGE[args.role], token) if args.link else token)
     return 0
 
@@ -289,13 +302,18 @@ def room_export_command(args: argparse.Namespace) -> int:
                 records.extend(chunk)
                 if len(chunk) < 5000:
                     break
-    events = exports.public_events(records, info, keyring)
+    stored = getattr(args, "stored", False)
+    if stored:
+        events = exports.stored_events(records, info, keyring)
+    else:
+        events = exports.public_events(records, info, keyring)
+    head = exports.header(info, keyring, "stored" if stored else "public")
     if args.output and args.output != "-":
         with open(args.output, "wb") as out:
-            count = exports.write(out, args.format, exports.header(info, keyring), events)
+            count = exports.write(out, args.format, head, events)
         print(f"Wrote {count} events of room {info.id} to {args.output}.", file=sys.stderr)
     else:
-        exports.write(sys.stdout.buffer, args.format, exports.header(info, keyring), events)
+        exports.write(sys.stdout.buffer, args.format, head, events)
         sys.stdout.flush()
     return 0
 

@@ -33,6 +33,8 @@ class Limits:
     hello_timeout: float = 10.0  # seconds a new socket has to send its hello
     fear_max: int = 12
     hope_max: int = 6
+    # Days joins and leaves stay in a fresh welcome's history; 0 keeps them all (relay.retention).
+    presence_days: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -38,20 +38,49 @@ class ExportError(Exception):
     """An export file that cannot be read; the message says where and why."""
 
 
+#: What an export's events are: ``public`` (as anyone outside every hidden roll sees them now) or
+#: ``stored`` (every event as the log holds it, hidden rolls and their nonces included: a GM's backup,
+#: and what ``tablerelay room import`` takes).
+FORMS = ("public", "stored")
+#: Stored fields an export leaves out: the rules core's own numbers, kept beside ``result`` only when a
+#: dice formula made a fraction, are floats, which no signed event may hold (spec/signing.md).
+UNEXPORTED = ("rules_result",)
+
+
 @dataclass(frozen=True)
 class Export:
     room: dict[str, Any]
     keys: list[dict[str, Any]]
     events: list[dict[str, Any]]
+    form: str = "public"
 
 
-def header(info: RoomInfo, keyring: Keyring) -> dict[str, Any]:
-    return {
+def header(info: RoomInfo, keyring: Keyring, form: str = "public") -> dict[str, Any]:
+    head: dict[str, Any] = {
         "t": HEADER,
         "v": VERSION,
-        "room": {"id": info.id, "name": info.name, "epoch": info.epoch},
+        "room": {
+            "id": info.id,
+            "name": info.name,
+            "epoch": info.epoch,
+            "created": info.created,
+            "fear_max": info.fear_max,
+            "hope_max": info.hope_max,
+        },
         "keys": keyring.jwks()["keys"],
     }
+    if form != "public":
+        head["form"] = form
+    return head
+
+
+def stored_events(
+    records: Iterable[Mapping[str, Any]], info: RoomInfo, keyring: Keyring
+) -> Iterator[dict[str, Any]]:
+    """Every record as stored (less ``UNEXPORTED``), each signed with the current key like an event."""
+    for record in records:
+        event = {key: value for key, value in record.items() if key not in UNEXPORTED}
+        yield {**event, "kid": keyring.kid, "sig": keyring.sign(event, info.id)}
 
 
 def public_events(
@@ -138,7 +167,10 @@ def read(data: bytes) -> Export:
     for i, event in enumerate(events, 2):
         if not isinstance(event, dict) or not isinstance(event.get("seq"), int):
             raise ExportError(f"entry {i} is not an event (a map with a seq)")
-    return Export(room, keys, events)
+    form = head.get("form", "public")
+    if form not in FORMS:
+        raise ExportError(f"the header's form {form!r} is not one of {', '.join(FORMS)}")
+    return Export(room, keys, events, form)
 
 
 # -- checking ------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import decimal
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 import msgpack
 
@@ -32,8 +32,11 @@ ERROR_CODES = (
     "rate_limited",
     "conflict",
     "internal",
+    "archived",
 )
 MAX_NAME = 100
+#: The GM's campaign-management frames (relay.membership parses them).
+MANAGE_TYPES = ("rename", "merge", "kick", "invites", "archive")
 MAX_DEPTH = 16  # nesting allowed inside an intent; deeper structures are not a roll anyone means
 
 # Close codes the server uses (1000-2999 are the standard's; 4000-4999 are ours).
@@ -42,6 +45,8 @@ CLOSE_SLOW = 4008  # the client fell behind its send queue; it may resume
 CLOSE_FULL = 4029  # the room has as many connected sockets as its limit allows
 CLOSE_POLICY = 1008  # persistent rate-limit abuse
 CLOSE_GOING_AWAY = 1001  # server shutting down
+CLOSE_REVOKED = 4003  # the GM removed this participant, or replaced this invite (relay.membership)
+CLOSE_MERGED = 4010  # the GM merged this participant into another: reconnect as that one
 
 
 class FrameError(Exception):
@@ -96,7 +101,10 @@ class Ping:
     id: str
 
 
-Frame = Hello | Roll | Reveal | Resource | Ping
+if TYPE_CHECKING:
+    from relay.membership import ManageFrame
+
+Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | ManageFrame"
 
 
 def encode(frame: Mapping[str, Any]) -> bytes:
@@ -301,13 +309,14 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
     kind = raw.get("t")
     if kind == "hello":
         return _parse_hello(raw)
-    if kind not in ("roll", "reveal", "resource", "ping"):
+    if kind not in ("roll", "reveal", "resource", "ping", *MANAGE_TYPES):
         rid = raw.get("id")
         known = isinstance(rid, str) and 0 < len(rid) <= limits.max_request_id
         shown = repr(kind)[:40] if isinstance(kind, str) else "missing"
         raise FrameError(
             "bad_frame",
-            f"Unknown frame type {shown}; the types are hello, roll, reveal, resource and ping.",
+            f"Unknown frame type {shown}; the types are hello, roll, reveal, resource, ping, "
+            f"{', '.join(MANAGE_TYPES)}.",
             rid if known else None,
         )
     rid = _request_id(raw, limits)
@@ -317,4 +326,8 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
         return _parse_reveal(raw, rid)
     if kind == "resource":
         return _parse_resource(raw, rid)
+    if kind in MANAGE_TYPES:
+        from relay import membership  # here: relay.membership builds on this module
+
+        return membership.parse(kind, raw, rid)
     return Ping(rid)

@@ -17,6 +17,7 @@ once for the room, not once per socket.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import secrets
 import time
@@ -71,6 +72,7 @@ class Pending:
     acks: list[tuple[Session, str]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
+    effects: tuple[Effect, ...] = ()  # for the I/O shell once stored (relay.membership)
 
     @property
     def last(self) -> int:
@@ -93,7 +95,13 @@ class Broadcast:
     record: dict[str, Any]
 
 
-Action = Send | Append | Broadcast
+class Effect:
+    """Something else the I/O shell carries out (closing sockets, sending tokens): relay.membership."""
+
+    __slots__ = ()
+
+
+Action = Send | Append | Broadcast | Effect
 
 
 def now_ms() -> int:
@@ -180,6 +188,10 @@ class Room:
                 return []
         raise AssertionError(f"seq {seq} is neither committed nor in flight")
 
+    # The builders relay.membership uses for its events.
+    record = _record
+    append_records = _append
+
     # -- joining and leaving -----------------------------------------------------------------------------
 
     def admit(
@@ -190,6 +202,15 @@ class Room:
             raise Refused(protocol.CLOSE_UNAUTHORIZED, "The token is for a different room.")
         if self.connected >= self.limits.max_members:
             raise Refused(protocol.CLOSE_FULL, "The room is full; try again later.")
+        state = self.pending
+        if claims.invites or state.invites or state.revoked or state.aliases:
+            from relay.membership import refusal  # only rooms whose GM managed them pay for it
+
+            refused = refusal(state, claims.sub, claims.invites)
+            if refused is not None:
+                raise Refused(protocol.CLOSE_REVOKED, refused)
+            if claims.sub is not None and claims.sub in state.aliases:
+                claims = dataclasses.replace(claims, sub=state.identity(claims.sub))
         if claims.sub is not None:
             known = self.pending.participants.get(claims.sub)
             if known is not None and known.role != claims.role:
@@ -211,7 +232,7 @@ class Room:
         count = self.sockets.get(pid, 0)
         self.sockets[pid] = count + 1
         join = None
-        if count == 0 and pid not in self.pending.members:
+        if count == 0 and pid not in self.pending.members and not self.pending.archived:
             join = self._append([self._record(self.pending.seq + 1, "join", member, member=member.wire())])
         return session, join
 
@@ -241,12 +262,19 @@ class Room:
     def handle(self, session: Session, frame: protocol.Frame) -> list[Action]:
         if isinstance(frame, protocol.Ping):
             return [Send(session, {"t": "pong", "id": frame.id})]
+        if self.pending.archived:
+            rid = None if isinstance(frame, protocol.Hello) else frame.id
+            return _error(session, "archived", "This room is archived: it is read-only.", rid)
         if isinstance(frame, protocol.Roll):
             return self._roll(session, frame)
         if isinstance(frame, protocol.Reveal):
             return self._reveal(session, frame)
         if isinstance(frame, protocol.Resource):
             return self._resource(session, frame)
+        if not isinstance(frame, protocol.Hello):
+            from relay import membership
+
+            return membership.handle(self, session, frame)
         return _error(session, "bad_frame", "This socket has already said hello.", None)
 
     def _roll(self, session: Session, frame: protocol.Roll) -> list[Action]:
@@ -399,6 +427,8 @@ class Room:
             self.committed.apply(record)
             actions.append(Broadcast(record))
         self.recent.extend(pending.records)
+        if pending.effects:
+            actions.extend(pending.effects)
         return actions
 
     def failed_append(self, pending: Pending, conflict: bool) -> list[Action]:
@@ -431,7 +461,12 @@ class Room:
         else:
             for record in records:
                 self.pending.apply(record)
-        return [Broadcast(record) for record in records]
+        from relay.membership import effects_of  # what this node does with its own sockets, as the other did
+
+        actions: list[Action] = [Broadcast(record) for record in records]
+        for record in records:
+            actions.extend(effects_of(record))
+        return actions
 
     def settle_presence(self, members: Sequence[Member]) -> Pending | None:
         """Joins and leaves that make the log agree with this node's sockets for ``members`` (after a
@@ -464,7 +499,18 @@ class Room:
             "history": history,
             "recovered": recovered,
             "limits": {"fear": self.info.fear_max, "hope": self.info.hope_max},
+            **self._manager_view(session),
         }
+
+    def _manager_view(self, session: Session) -> dict[str, Any]:
+        """What only a GM's welcome carries: the roster to manage, and whether the room is archived."""
+        state = self.committed
+        view: dict[str, Any] = {"archived": True} if state.archived else {}
+        if session.role == "gm":
+            from relay.membership import roster
+
+            view["participants"] = roster(state)
+        return view
 
     def remember(self, records: Sequence[Mapping[str, Any]]) -> None:
         """The latest stored records, read from the log when the room is loaded (before any append)."""

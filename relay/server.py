@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, cluster, fanout, foundry, protocol, public, static, stores
+from relay import auth, campaign_io, cluster, fanout, foundry, protocol, public, retention, static, stores
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -297,6 +297,8 @@ class Relay:
                 handle.outgoing.append(action.record)
                 self._pending_rooms[handle] = None
                 self._schedule_tick()
+            else:  # a campaign-management effect (rare): relay.campaign_io
+                campaign_io.carry_out(self, handle, action)
 
     # Output happens once per loop iteration, in a "tick": first every room's newly committed events are
     # broadcast, then every outbox with something queued is flushed. So an ack and the event it names,
@@ -358,6 +360,9 @@ class Relay:
                 )
             except Exception:
                 logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
+
+    def send_frame(self, conn: Connection, frame: dict[str, Any]) -> None:
+        self._send(conn, frame)
 
     def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
         if frame.get("t") == "error":
@@ -519,6 +524,8 @@ class Relay:
             logger.error("history_short", after=after, upto=upto, got=len(records))
             raise RuntimeError("the log returned fewer events than it has committed")
         token = auth.issue(self.secret, room.id, session.role, sub=session.id, name=session.member.name)
+        if not recovered and self.limits.presence_days > 0:
+            records = retention.shown(records, int(time.time() * 1000), self.limits.presence_days)
         history = fanout.history(records, session, room.committed, handle.forms)
         welcome = room.welcome(session, token, history, recovered)
         welcome["seq"] = upto
@@ -597,6 +604,9 @@ class Relay:
             return _response(200, self.metrics.render(), METRICS_TYPE)
         if path in (foundry.MANIFEST_PATH, foundry.ZIP_PATH):
             return await self._foundry(path, request)
+        if path.startswith(campaign_io.EXPORT_PREFIX):
+            status, body, kind = await campaign_io.export_download(self, request, path)
+            return _response(status, body, kind)
         if path == KEYS_PATH:
             # Public and the same for everyone: any page or tool may fetch it, and caches may keep it a
             # while (a rotation only adds a key, and takes effect when the server restarts).

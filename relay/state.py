@@ -11,6 +11,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The fields each campaign-management event carries besides the envelope (seq, epoch, ts, kind, actor,
+#: visibility). They are public (nothing hidden is in them) and rendered as stored (relay.visibility).
+#: ``rename``: ``member`` (with its new name), ``was`` (the old name). ``merge``: ``merged`` (the member
+#: folded away), ``into`` (the member that stays), ``hope`` (into's Hope after, or None). ``kick``:
+#: ``member``, ``reason`` (str or None). ``invites``: ``generation`` (the invite tokens now valid).
+#: ``archive``: nothing: the room is read-only from here on.
+CAMPAIGN_FIELDS: dict[str, tuple[str, ...]] = {
+    "rename": ("member", "was"),
+    "merge": ("merged", "into", "hope"),
+    "kick": ("member", "reason"),
+    "invites": ("generation",),
+    "archive": (),
+}
+
 #: Roll ids remembered per participant for idempotent retries. A retry comes seconds after the first try,
 #: so the most recent ids are the ones that matter; keeping all of them would grow without bound.
 ROLL_IDS_KEPT = 1024
@@ -58,6 +72,13 @@ class RoomState:
     # Reveals applied so far: how an event renders depends on the state only through them
     # (relay.visibility.render), so a rendered form stays valid while this stays the same.
     reveals: int = 0
+    # Campaign management (relay.membership): who was removed, who was merged into whom, which invite
+    # generation is valid, and whether the room is archived (read-only). Folded like everything else,
+    # so they hold across restarts and cluster nodes.
+    revoked: set[str] = field(default_factory=set)
+    aliases: dict[str, str] = field(default_factory=dict)  # merged participant -> the one it became
+    invites: int = 0
+    archived: bool = False
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -104,9 +125,48 @@ class RoomState:
                 self.hope.setdefault(member.id, 0)
         elif kind == "leave":
             self.members.pop(record["member"]["id"], None)
+        elif kind in CAMPAIGN_FIELDS:
+            self._apply_campaign(kind, record)
         else:
             raise FoldError(f"unknown event kind {kind!r} at seq {seq}")
         self.seq = seq
+
+    def _apply_campaign(self, kind: str, record: Mapping[str, Any]) -> None:
+        if kind == "rename":
+            member = Member.from_wire(record["member"])
+            self.participants[member.id] = member
+            if member.id in self.members:
+                self.members[member.id] = member
+        elif kind == "merge":
+            gone, into = record["merged"]["id"], record["into"]["id"]
+            self.participants.pop(gone, None)
+            self.members.pop(gone, None)
+            old = self.hope.pop(gone, None)
+            if record["hope"] is not None:
+                self.hope[into] = record["hope"]
+            elif old is not None:
+                self.hope.setdefault(into, old)
+            self.aliases[gone] = into
+            for source, target in self.aliases.items():  # a chain a→b, b→c points a at c
+                if target == gone:
+                    self.aliases[source] = into
+            for sealed in self.sealed.values():  # the roller of a gm/self roll may still reveal it
+                if sealed.roller == gone:
+                    sealed.roller = into
+        elif kind == "kick":
+            pid = record["member"]["id"]
+            self.revoked.add(pid)
+            self.members.pop(pid, None)
+            self.hope.pop(pid, None)  # no tracker for someone who is gone for good
+        elif kind == "invites":
+            self.invites = record["generation"]
+        else:  # archive: nobody is present any more, and nothing new is stored
+            self.archived = True
+            self.members.clear()
+
+    def identity(self, participant: str) -> str:
+        """The participant ``participant`` is now (itself, or the one it was merged into)."""
+        return self.aliases.get(participant, participant)
 
     def copy(self) -> RoomState:
         return RoomState(
@@ -118,6 +178,10 @@ class RoomState:
             sealed={seq: dataclasses.replace(s) for seq, s in self.sealed.items()},
             rolls={pid: dict(ids) for pid, ids in self.rolls.items()},
             reveals=self.reveals,
+            revoked=set(self.revoked),
+            aliases=dict(self.aliases),
+            invites=self.invites,
+            archived=self.archived,
         )
 
     def is_hidden(self, seq: int) -> bool:

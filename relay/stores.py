@@ -114,3 +114,11 @@ async def whole_room(log: EventLog, room: str) -> tuple[RoomInfo, list[Record]] 
         records.extend(chunk)
         if len(chunk) < 5000:
             return info, records
+
+
+async def room_and_invites(log: EventLog, room: str) -> tuple[RoomInfo, int] | None:
+    """A room and its current invite generation (``token`` signs invites for it); None: no such room."""
+    info = await log.get_room(room)
+    if info is None:
+        return None
+    return info, (await log.state(room)).invites

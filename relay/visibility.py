@@ -16,7 +16,7 @@ from typing import Any
 
 import msgpack
 
-from relay.state import RoomState
+from relay.state import CAMPAIGN_FIELDS, RoomState
 
 FULL = "full"
 SEALED = "sealed"
@@ -70,6 +70,10 @@ def audience(record: Mapping[str, Any], state: RoomState, viewer_id: str, viewer
         return FULL
     if sees_full(record["visibility"], record["actor"]["id"], viewer_id, viewer_role):
         return FULL
+    if state.aliases and sees_full(
+        record["visibility"], state.identity(record["actor"]["id"]), viewer_id, viewer_role
+    ):
+        return FULL  # rolled by a participant since merged into this viewer
     return SEALED
 
 
@@ -113,4 +117,7 @@ def render(record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, 
         frame["cause"] = None if cause is None or state.is_hidden(cause) else cause
     elif kind in ("join", "leave"):
         frame["member"] = record["member"]
+    else:
+        for key in CAMPAIGN_FIELDS.get(kind, ()):
+            frame[key] = record[key]
     return frame

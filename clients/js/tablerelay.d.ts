@@ -25,6 +25,7 @@ export type ErrorCode =
   | "rate_limited"
   | "conflict"
   | "internal"
+  | "archived"
   | "disconnected"
   | "closed"
   | "timeout"
@@ -46,6 +47,8 @@ export interface RoomState {
   /** Hope per participant id. */
   hope: Record<string, Int>;
   members: Member[];
+  /** Set once an `archive` event arrived: the room is read-only. */
+  archived?: boolean;
 }
 
 /** A roll intent (see docs/rules.md): `system` picks the rules, every other key is an argument. */
@@ -161,7 +164,35 @@ export interface MemberEvent extends EventBase {
   member: Member;
 }
 
-export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent;
+/** The GM's campaign management (docs/campaigns.md). */
+export interface CampaignEvent extends EventBase {
+  kind: "rename" | "merge" | "kick" | "invites" | "archive";
+  /** rename: the member with its new name; kick: the member removed. */
+  member?: Member;
+  /** rename: the old name. */
+  was?: string;
+  /** merge: the participant folded away, the one it became, and that one's Hope after. */
+  merged?: Member;
+  into?: Member;
+  hope?: Int | null;
+  /** kick: the GM's reason, if any. */
+  reason?: string | null;
+  /** invites: the invite generation now valid. */
+  generation?: Int;
+}
+
+export type TableEvent = CampaignEvent;
+
+export interface Invites {
+  generation: Int;
+  player: string;
+  spectator: string;
+  links: { player: string; spectator: string };
+  /** The rotation's event, when this request rotated. */
+  seq?: number;
+}
+
+export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent | CampaignEvent;
 
 export interface Welcome {
   t: "welcome";
@@ -298,6 +329,16 @@ export declare class TableRelay {
   roll(intent: Intent, options?: RollOptions): Promise<RollEvent>;
   reveal(seq: number): Promise<RevealEvent>;
   resource(name: ResourceName, op: ResourceOp, n: Int, options?: { participant?: string }): Promise<ResourceEvent>;
+  /** GM only: rename a participant. */
+  rename(participant: string, name: string): Promise<TableEvent>;
+  /** GM only: fold `participant` into `into` (Hope adds up to the cap). */
+  merge(participant: string, into: string): Promise<TableEvent>;
+  /** GM only: remove a participant (its sockets close with 4003, its tokens stop working). */
+  kick(participant: string, options?: { reason?: string }): Promise<TableEvent>;
+  /** GM only: the room's invite tokens and links; `rotate: true` replaces the old ones first. */
+  invites(options?: { rotate?: boolean }): Promise<Invites>;
+  /** GM only: make the room read-only. */
+  archive(): Promise<TableEvent>;
   /** Resolves with the round trip in ms. */
   ping(options?: { timeout?: number }): Promise<number>;
   /** One of the last 1000 events, by seq. */

@@ -23,6 +23,8 @@ export const EVENT_KINDS = Object.freeze(["roll", "reveal", "resource", "join", 
 // Close codes after which reconnecting cannot help: the server refused who we are or what we sent.
 // 4001 = first frame was not a hello (a client bug); 4003/4401/4403 = the token was refused.
 const FATAL_CLOSE_CODES = new Set([4001, 4003, 4401, 4403]);
+// Events that change `state` (members, Fear, Hope).
+const STATE_KINDS = new Set(["resource", "join", "leave", "rename", "merge", "kick", "archive"]);
 const FATAL_ERROR_CODES = new Set(["unauthorized", "forbidden", "not_found"]);
 const NORMAL_CLOSURE = 1000;
 const RECENT_EVENTS = 1000; // events kept so acks (also retried ones) can resolve to their event
@@ -680,6 +682,8 @@ export class TableRelay {
         return this._onAck(frame);
       case "pong":
         return this._settle(frame.id, (request) => request.resolve(Date.now() - request.sentAt));
+      case "invites":
+        return this._settle(frame.id, (request) => request.resolve(frame));
       case "error":
         return this._onError(frame);
       default:
@@ -732,6 +736,7 @@ export class TableRelay {
       hope: { ...(frame.state?.hope ?? {}) },
       members: [...(frame.state?.members ?? [])],
     };
+    if (frame.archived === true) this.state.archived = true;
     this._emit("state", this.state);
     this._startHeartbeat();
     this._flush();
@@ -765,7 +770,7 @@ export class TableRelay {
     if (!info.replay) this._applyToState(event);
     this._emit(event.kind, event, info);
     this._emit("event", event, info);
-    if (!info.replay && (event.kind === "resource" || event.kind === "join" || event.kind === "leave")) {
+    if (!info.replay && STATE_KINDS.has(event.kind)) {
       this._emit("state", this.state);
     }
     const waiting = this._awaitingEvent.get(event.seq);
@@ -812,6 +817,20 @@ export class TableRelay {
       if (!member) return;
       const others = state.members.filter((m) => m.id !== member.id);
       state.members = event.kind === "join" ? [...others, member] : others;
+    } else if (event.kind === "rename" && event.member) {
+      state.members = state.members.map((m) => (m.id === event.member.id ? event.member : m));
+      if (this.you?.id === event.member.id) this.you = event.member;
+    } else if (event.kind === "kick" && event.member) {
+      state.members = state.members.filter((m) => m.id !== event.member.id);
+      const { [event.member.id]: _gone, ...hope } = state.hope;
+      state.hope = hope;
+    } else if (event.kind === "merge" && event.merged && event.into) {
+      state.members = state.members.filter((m) => m.id !== event.merged.id);
+      const { [event.merged.id]: _gone, ...hope } = state.hope;
+      state.hope = event.hope == null ? hope : { ...hope, [event.into.id]: event.hope };
+    } else if (event.kind === "archive") {
+      state.members = [];
+      state.archived = true;
     }
   }
 
@@ -943,6 +962,38 @@ export class TableRelay {
     const frame = { t: "resource", id: this._newId(), name, op, n };
     if (participant !== undefined && participant !== null) frame.participant = participant;
     return this._request(frame);
+  }
+
+  // ---- campaign management (GM only; docs/campaigns.md) --------------------------------------------------
+
+  /** Rename a participant; resolves with the `rename` event. */
+  rename(participant, name) {
+    return this._request({ t: "rename", id: this._newId(), participant, name });
+  }
+
+  /** Fold `participant` into `into` (Hope adds up to the cap); resolves with the `merge` event. */
+  merge(participant, into) {
+    return this._request({ t: "merge", id: this._newId(), participant, into });
+  }
+
+  /** Remove a participant: its sockets close (4003) and its tokens stop working. Resolves with the `kick` event. */
+  kick(participant, { reason } = {}) {
+    const frame = { t: "kick", id: this._newId(), participant };
+    if (reason) frame.reason = reason;
+    return this._request(frame);
+  }
+
+  /**
+   * The room's invite tokens and links: `{generation, player, spectator, links: {player, spectator}}`. With
+   * `rotate: true`, new invites replace the old ones first (the old links stop working).
+   */
+  invites({ rotate = false } = {}) {
+    return this._request({ t: "invites", id: this._newId(), rotate });
+  }
+
+  /** Archive the room: read-only from now on. Resolves with the `archive` event. */
+  archive() {
+    return this._request({ t: "archive", id: this._newId() });
   }
 
   /** Round trip to the server; resolves with the milliseconds it took. */

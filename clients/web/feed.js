@@ -499,7 +499,8 @@ export function rollSentence(event) {
  * focused; PageDown/PageUp (or j/k) move between them. New rolls are also announced in a live region.
  */
 export class Feed {
-  constructor(root, { announcer, limit = 200, actions, members = true } = {}) {
+  constructor(root, { announcer, limit = 200, actions, members = true, only } = {}) {
+    this.only = only; // a Set of the event kinds shown (the overlay's rolls), or every kind
     this.root = root;
     this.members = members; // show join/leave lines (never for spectators: a stream's audience comes and goes)
     this.announcer = announcer;
@@ -528,6 +529,7 @@ export class Feed {
 
   /** Add an event; `live` ones animate in and are announced. */
   add(event, { live = true } = {}) {
+    if (this.only && !this.only.has(event.kind)) return;
     let node = null;
     switch (event.kind) {
       case "roll":
@@ -544,6 +546,14 @@ export class Feed {
       case "leave":
         if (!this.members || (event.member ?? event.actor)?.role === "spectator") return;
         node = this._memberLine(event);
+        break;
+      case "rename":
+      case "merge":
+      case "kick":
+      case "invites":
+      case "archive":
+        if (!this.members) return;
+        node = this._campaignLine(event);
         break;
       default:
         return;
@@ -722,6 +732,19 @@ export class Feed {
       h("span", {}, sentence, ": ", h("b", {}, `${what} ${str(event.value)}`), cause),
       timeOf(event.ts),
     );
+  }
+
+  _campaignLine(event) {
+    const who = (m) => h("b", {}, m?.name ?? "Someone");
+    const by = event.actor?.name ?? "The GM";
+    const text = {
+      rename: () => [by, " renamed ", who({ name: event.was }), " to ", who(event.member)],
+      merge: () => [by, " merged ", who(event.merged), " into ", who(event.into), event.hope == null ? "" : ` (Hope ${str(event.hope)})`],
+      kick: () => [by, " removed ", who(event.member), event.reason ? `: ${event.reason}` : ""],
+      invites: () => [by, " replaced the invite links"],
+      archive: () => [by, " archived the room: it is read-only now"],
+    }[event.kind]();
+    return h("div", { class: `line campaign ${event.kind}`, role: "note" }, h("span", { class: "dot", "aria-hidden": "true" }), h("span", {}, ...text), timeOf(event.ts));
   }
 
   _memberLine(event) {

@@ -2,6 +2,7 @@
 // buttons for sealed rolls this user may open, and Fear/Hope controls. The token rides in the fragment.
 import { Feed, bindPage, connectFromPage, h, hasSession, showStatus, FEAR_MAX, HOPE_MAX } from "./feed.js";
 import { SYSTEM_FORMS, parseInteger } from "./systems.js";
+import { bindCampaign, bindThisIsMe, isPersonal } from "./campaign.js";
 
 const $ = (id) => document.getElementById(id);
 const NAME_KEY = "tablerelay.name";
@@ -307,6 +308,7 @@ if (!relay) {
     );
 
   const controls = (name, participant, value) => {
+    if (relay.state.archived) return null; // read-only: nothing to change
     const gm = isGm();
     const mine = participant && participant === relay.you?.id;
     if (name === "fear" && gm) {
@@ -331,6 +333,13 @@ if (!relay) {
   };
 
   bindPage(relay, { feed, trackers: $("trackers"), members: $("members"), controls });
+  bindThisIsMe(relay, $("me-panel"));
+  bindCampaign(relay, $("campaign"));
+  const readOnly = () => {
+    $("roll-button").disabled = true;
+    $("form-error").textContent = "This room is archived: its history stays here to read, and nothing new can be rolled.";
+  };
+  relay.on("archive", readOnly);
   showStatus($("status"), relay);
 
   relay.on("welcome", (welcome) => {
@@ -338,7 +347,8 @@ if (!relay) {
     document.title = `${welcome.room?.name ?? "tablerelay"} · table`;
     const you = welcome.you ?? {};
     $("you").replaceChildren("You: ", h("b", {}, you.name ?? "?"), ` (${you.role === "gm" ? "GM" : you.role ?? ""})`);
-    if (you.role === "spectator") {
+    if (welcome.archived) readOnly();
+    else if (you.role === "spectator") {
       $("roll-button").disabled = true;
       $("form-error").textContent = "This is a spectator link: it can watch but not roll. Ask the GM for a player link.";
     }
@@ -372,7 +382,7 @@ if (!relay) {
   });
 
   window.tablerelay = relay;
-  if (hasSession(relay.token) || params.get("name")) {
+  if (hasSession(relay.token) || params.get("name") || isPersonal(relay.token)) {
     relay.connect().catch(() => {}); // the close listener explains a refusal
   } else {
     // A first visit with this link: ask for a name before joining, so the table never sees "Player 3f2a".

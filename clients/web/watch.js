@@ -1,11 +1,19 @@
 // /watch: the spectator feed. The token rides in the URL fragment (/watch#TOKEN), so it never reaches a
 // request line or a log. Options: ?overlay=1 (transparent stream overlay), ?limit=N (cards kept), ?name=.
+// In overlay mode (an OBS browser source): ?last=N rolls shown large [3], ?fear=0 and ?hope=0 hide those
+// trackers (both: no tracker panel at all).
 import { Feed, bindPage, connectFromPage, h, showStatus } from "./feed.js";
 
 const params = new URLSearchParams(location.search);
 const overlay = params.get("overlay") === "1";
-const limit = Math.max(1, Math.min(500, Number(params.get("limit")) || (overlay ? 8 : 200)));
-if (overlay) document.body.classList.add("overlay");
+const count = (name) => Number.parseInt(params.get(name) ?? "", 10);
+const limit = Math.max(1, Math.min(500, count("last") || count("limit") || (overlay ? 3 : 200)));
+if (overlay) {
+  document.body.classList.add("overlay");
+  const off = (name) => params.get(name) === "0" || params.get(name) === "false";
+  document.body.classList.toggle("no-fear", off("fear"));
+  document.body.classList.toggle("no-hope", off("hope"));
+}
 
 const feedEl = document.getElementById("feed");
 const relay = connectFromPage({ name: params.get("name") || undefined });
@@ -21,7 +29,9 @@ if (!relay) {
   );
   document.getElementById("status").textContent = "No token";
 } else {
-  const feed = new Feed(feedEl, { announcer: document.getElementById("announcer"), limit, members: !overlay });
+  // An overlay shows rolls and what reveals them; Fear and Hope changes live in the trackers.
+  const only = overlay ? new Set(["roll", "reveal"]) : undefined;
+  const feed = new Feed(feedEl, { announcer: document.getElementById("announcer"), limit, members: !overlay, only });
   bindPage(relay, {
     feed,
     trackers: document.getElementById("trackers"),

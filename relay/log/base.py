@@ -30,6 +30,10 @@ class Conflict(Exception):
         self.actual = actual
 
 
+class RoomExists(Exception):
+    """An import names a room id this log already holds."""
+
+
 class RoomLimitReached(Exception):
     """Creating another room would pass ``limits.max_rooms``."""
 
@@ -91,6 +95,22 @@ class EventLog(abc.ABC):
     async def last_seq(self, room: str) -> int:
         """The room's last stored seq (0: none)."""
         return (await self.state(room)).seq
+
+    # -- campaign life cycle (relay.campaign). Not abstract, so a backend without them still loads; the
+    # commands that need them say so. Archiving needs nothing here: it is an ``archive`` event.
+
+    async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
+        """Store a room exactly as given (its id, epoch and every record, seqs 1..n), atomically.
+
+        Raises ``RoomExists`` when a room with that id is already stored (nothing is changed then) and
+        ``RoomLimitReached`` past ``max_rooms``. The caller has checked the records (signatures, dense
+        seqs, a fold that applies).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot import rooms")
+
+    async def delete_room(self, room: str) -> bool:
+        """Remove the room and all its events for good; False when there was no such room."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete rooms")
 
     @abc.abstractmethod
     async def close(self) -> None:

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from relay.log.base import Conflict, EventLog, Record, RoomInfo, RoomLimitReached
+from relay.log.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
 from relay.state import RoomState
 
 T = TypeVar("T")
@@ -113,6 +113,56 @@ def create_room_sync(
         raise
     conn.execute("COMMIT")
     return info
+
+
+def import_room_sync(
+    conn: sqlite3.Connection, info: RoomInfo, records: Sequence[Record], *, max_rooms: int
+) -> None:
+    """Insert a room with its own id and epoch and all its records in one transaction (see EventLog)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT 1 FROM rooms WHERE id = ?", (info.id,)).fetchone() is not None:
+            raise RoomExists(f"A room with id {info.id} already exists here.")
+        (count,) = conn.execute("SELECT COUNT(*) FROM rooms").fetchone()
+        if count >= max_rooms:
+            raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
+        conn.execute(
+            f"INSERT INTO rooms ({_ROOM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",  # noqa: S608 (constant columns)
+            (info.id, info.name, info.epoch, info.created, info.fear_max, info.hope_max),
+        )
+        _insert(conn, [(info.id, r["seq"], r["ts"], r["kind"], encode_record(r)) for r in records])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def delete_room_sync(conn: sqlite3.Connection, room: str) -> bool:
+    """Remove a room and its events in one transaction; False when there was no such room."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM events WHERE room = ?", (room,))
+        deleted = conn.execute("DELETE FROM rooms WHERE id = ?", (room,)).rowcount
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return deleted > 0
+
+
+def append_sync(conn: sqlite3.Connection, room: str, records: Sequence[Record], expected: int) -> None:
+    """Append ``records`` after seq ``expected`` in one transaction, or raise ``Conflict`` (for commands
+    that change a room while no server serves it, e.g. ``tablerelay room archive``)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = last_seq_sync(conn, room)
+        if current != expected:
+            raise Conflict(room, expected, current)
+        _insert(conn, [(room, r["seq"], r["ts"], r["kind"], encode_record(r)) for r in records])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def get_room_sync(conn: sqlite3.Connection, room: str) -> RoomInfo | None:
@@ -377,6 +427,12 @@ class SqliteLog(EventLog):
             self._loop.call_soon(self._hand_over)
         self._appends.append(_Append(room, records, expected_seq, future))
         return future
+
+    async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
+        await self._submit_write(lambda conn: import_room_sync(conn, info, records, max_rooms=max_rooms))
+
+    async def delete_room(self, room: str) -> bool:
+        return await self._submit_write(lambda conn: delete_room_sync(conn, room))
 
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
         return await self._read(lambda conn: read_sync(conn, room, after_seq, limit))

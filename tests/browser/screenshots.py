@@ -1,6 +1,6 @@
 """Makes the screenshots in docs/images/ from a real relay and real rolls (not a test; run it by hand):
 
-    .venv/bin/python -m tests.browser.screenshots [OUTPUT_DIR]
+    .venv/bin/python -m tests.browser.screenshots [OUTPUT_DIR] [--only NAME.png ...]
 
 The dice are real, so every run shows different faces.
 """
@@ -69,24 +69,43 @@ def shoot(browser: Browser, url: str, path: Path, width: int, height: int, trans
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "images"
+    args = sys.argv[1:]
+    only = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--only"}
+    positional = [a for i, a in enumerate(args) if a != "--only" and (i == 0 or args[i - 1] != "--only")]
+    out = Path(positional[0]) if positional else ROOT / "docs" / "images"
     out.mkdir(parents=True, exist_ok=True)
+
+    def wanted(name: str) -> bool:
+        return not only or name in only
+
     with tempfile.TemporaryDirectory() as tmp, running_relay(Path(tmp)) as relay, sync_playwright() as pw:
         room = relay.create_room("The Sunken Keep")
         clients = scene(relay, room)
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         watch = f"{relay.http_url}/watch#{room['spectator']}"
-        shoot(browser, watch, out / "watch-feed.png", 1280, 1000)
-        shoot(
-            browser,
-            f"{relay.http_url}/watch?overlay=1&limit=3#{room['spectator']}",
-            out / "watch-overlay.png",
-            560,
-            1000,
-            True,
-        )
-        shoot(browser, watch, out / "watch-phone.png", 390, 844)
-        shoot(browser, f"{relay.http_url}/table?name=Mercer#{room['gm']}", out / "table-gm.png", 1500, 1000)
+        shots = [
+            (watch, "watch-feed.png", 1280, 1000, False),
+            (
+                f"{relay.http_url}/watch?overlay=1&limit=3#{room['spectator']}",
+                "watch-overlay.png",
+                560,
+                1000,
+                True,
+            ),
+            # The OBS browser source of docs/clients.md: the last three rolls, Hope but no Fear.
+            (
+                f"{relay.http_url}/watch?overlay=1&last=3&fear=0#{room['spectator']}",
+                "watch-overlay-stream.png",
+                560,
+                1000,
+                True,
+            ),
+            (watch, "watch-phone.png", 390, 844, False),
+            (f"{relay.http_url}/table?name=Mercer#{room['gm']}", "table-gm.png", 1500, 1000, False),
+        ]
+        for url, name, width, height, transparent in shots:
+            if wanted(name):
+                shoot(browser, url, out / name, width, height, transparent)
         browser.close()
         for client in clients:
             client.close()

@@ -141,6 +141,16 @@ def server(nats: NatsCluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture
+def server_factory(nats: NatsCluster, nodes_factory: Callable[..., Nodes]) -> Callable[..., Nodes]:
+    """The e2e modules' ``server_factory``: two fresh nodes (stopped and started again as a pair)."""
+
+    def start(**env: str) -> Nodes:
+        return nodes_factory(nats, **env)
+
+    return start
+
+
+@pytest.fixture
 def nodes_factory(tmp_path: Path) -> Iterator[Callable[..., Nodes]]:
     """Relay nodes for one test, on a given cluster; any still running are killed afterwards."""
     made: list[Nodes] = []

@@ -12,6 +12,7 @@ from tests.e2e.test_bad_input import (  # noqa: F401
     test_roles_are_enforced,
 )
 from tests.e2e.test_fear import *  # noqa: F403
+from tests.e2e.test_membership import *  # noqa: F403
 from tests.e2e.test_resume import *  # noqa: F403
 from tests.e2e.test_signing import (  # noqa: F401
     test_any_change_breaks_the_signature,

@@ -1,0 +1,191 @@
+"""Campaign management in the sans-I/O room: folds, refusals, effects, and that no new event leaks a
+hidden value (relay.membership, relay.state)."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from relay import protocol
+from relay.auth import Claims
+from relay.membership import CloseParticipant, Retitle, SendInvites
+from relay.room import Refused
+from relay.state import CAMPAIGN_FIELDS, fold
+from tests.relay.helpers import INFO, KEYRING, Table
+
+
+def test_merge_folds_hope_with_the_cap_aliases_and_moves_hidden_rolls() -> None:
+    table = Table()
+    gm = table.join("gm", sub="gm-1", name="GM")
+    aria = table.join("player", name="Aria")
+    stale = table.join("player", name="Aria again")
+    table.send(
+        gm, {"t": "resource", "id": "h1", "name": "hope", "op": "gain", "n": 5, "participant": aria.id}
+    )
+    table.send(
+        gm, {"t": "resource", "id": "h2", "name": "hope", "op": "gain", "n": 4, "participant": stale.id}
+    )
+    rolled = table.send(
+        stale,
+        {
+            "t": "roll",
+            "id": "s1",
+            "intent": {"system": "dice", "formula": "1d20"},
+            "visibility": "self",
+            "label": "Mine",
+        },
+    )
+    hidden = rolled[0]["seq"]
+    actions = table.room.handle(
+        gm, _frame({"t": "merge", "id": "m1", "participant": stale.id, "into": aria.id})
+    )
+    table.execute(actions)
+    pending = table.queue[0]
+    table.commit()
+    (effect,) = pending.effects
+    assert isinstance(effect, CloseParticipant)
+    assert (effect.participant, effect.code) == (stale.id, protocol.CLOSE_MERGED)
+    assert "Aria" in effect.reason
+    state = table.room.committed
+    assert state.hope == {aria.id: 6}, "5 + 4 stops at the cap"
+    assert state.identity(stale.id) == aria.id
+    assert stale.id not in state.participants
+    assert state.sealed[hidden].roller == aria.id
+    assert table.refold().hope == state.hope, "the stored log folds to the same state"
+    # Aria (on another socket) may now reveal the roll her merged self made, and sees it in full.
+    reply = table.send(aria, {"t": "reveal", "id": "r1", "seq": hidden})
+    assert reply[0]["t"] == "ack"
+    # The merged participant's token joins as Aria.
+    session, _ = table.room.admit(Claims(INFO.id, "player", stale.id, None, None), None, frozenset())
+    assert session.id == aria.id
+
+
+def test_kick_revokes_every_token_of_the_participant_and_rotation_voids_old_invites() -> None:
+    table = Table()
+    gm = table.join("gm", sub="gm-1")
+    bo = table.join("player", name="Bo")
+    table.send(gm, {"t": "kick", "id": "k1", "participant": bo.id, "reason": "Gone"})
+    assert bo.id not in table.room.committed.members
+    assert bo.id not in table.room.committed.hope
+    with pytest.raises(Refused) as info:
+        table.room.admit(Claims(INFO.id, "player", bo.id, None, None), None, frozenset())
+    assert info.value.code == protocol.CLOSE_REVOKED
+    again = table.send(gm, {"t": "kick", "id": "k2", "participant": bo.id})
+    assert again[-1]["code"] == "not_found"
+    own = table.send(gm, {"t": "kick", "id": "k3", "participant": gm.id})
+    assert own[-1]["code"] == "forbidden"
+
+    actions = table.room.handle(gm, _frame({"t": "invites", "id": "i1", "rotate": True}))
+    table.execute(actions)
+    pending = table.queue[0]
+    table.commit()
+    assert pending.effects == (SendInvites(gm, "i1", 1, pending.records[0]["seq"]),)
+    for generation in (0, 2):
+        with pytest.raises(Refused):
+            table.room.admit(
+                Claims(INFO.id, "spectator", None, None, None, invites=generation), None, frozenset()
+            )
+    fresh, _ = table.room.admit(Claims(INFO.id, "spectator", None, None, None, invites=1), None, frozenset())
+    assert fresh.role == "spectator"
+
+
+def test_rename_retitles_live_sessions_and_archive_makes_the_room_read_only() -> None:
+    table = Table()
+    gm = table.join("gm", sub="gm-1")
+    p = table.join("player", name="Player 1")
+    actions = table.room.handle(gm, _frame({"t": "rename", "id": "n1", "participant": p.id, "name": "Aria"}))
+    table.execute(actions)
+    pending = table.queue[0]
+    table.commit()
+    assert pending.effects == (Retitle(table.room.committed.participants[p.id]),)
+    assert table.room.committed.participants[p.id].name == "Aria"
+
+    table.send(gm, {"t": "archive", "id": "a1"})
+    state = table.room.committed
+    assert state.archived
+    assert state.members == {}
+    seq = state.seq
+    for frame in (
+        {"t": "roll", "id": "x", "intent": {"system": "dice", "formula": "1d6"}, "visibility": "public"},
+        {"t": "resource", "id": "y", "name": "fear", "op": "gain", "n": 1},
+        {"t": "rename", "id": "z", "participant": p.id, "name": "B"},
+    ):
+        reply = table.send(gm, frame)
+        assert reply[-1]["code"] == "archived"
+    late = table.join("player", name="Late")
+    table.leave(late)
+    table.leave(p)
+    assert table.room.committed.seq == seq, "nothing is stored after the archive, joins and leaves included"
+    assert table.room.sweep() is None
+
+
+def test_players_and_spectators_may_not_manage() -> None:
+    table = Table()
+    p = table.join("player", name="P")
+    s = table.join("spectator")
+    for session in (p, s):
+        for data in (
+            {"t": "rename", "id": "a", "participant": p.id, "name": "X"},
+            {"t": "kick", "id": "b", "participant": s.id},
+            {"t": "invites", "id": "c"},
+            {"t": "archive", "id": "d"},
+        ):
+            assert table.send(session, data)[-1]["code"] == "forbidden"
+
+
+def test_campaign_events_carry_no_hidden_value_and_sign_like_the_rest() -> None:
+    table = Table()
+    gm = table.join("gm", sub="gm-1")
+    p = table.join("player", name="P")
+    q = table.join("player", name="Q")
+    secret = table.send(
+        gm,
+        {
+            "t": "roll",
+            "id": "s",
+            "intent": {"system": "dice", "formula": "1d100"},
+            "visibility": "blind",
+            "label": "Ambush",
+        },
+    )
+    assert secret[0]["t"] == "ack"
+    for data in (
+        {"t": "rename", "id": "1", "participant": p.id, "name": "Pia"},
+        {"t": "merge", "id": "2", "participant": q.id, "into": p.id},
+        {"t": "kick", "id": "3", "participant": p.id},
+        {"t": "invites", "id": "4", "rotate": True},
+        {"t": "archive", "id": "5"},
+    ):
+        table.send(gm, data)
+    state = fold(table.stored)
+    hidden = state.sealed[secret[0]["seq"]]
+    kinds = {r["kind"] for r in table.stored}
+    assert set(CAMPAIGN_FIELDS) <= kinds
+    for record in table.stored:
+        if record["kind"] not in CAMPAIGN_FIELDS:
+            continue
+        packed = msgpack.packb(record, use_bin_type=True)
+        for value in (hidden.nonce, b"Ambush", hidden.blob):
+            assert value not in packed
+        frame = table.forms.frame(record, "full", state)
+        assert set(frame) == {
+            "t",
+            "seq",
+            "epoch",
+            "ts",
+            "kind",
+            "actor",
+            "visibility",
+            *CAMPAIGN_FIELDS[record["kind"]],
+            "kid",
+            "sig",
+        }
+        from relay.signing import verify
+
+        assert verify(frame, INFO.id, KEYRING.jwks())
+
+
+def _frame(data: dict[str, object]) -> protocol.Frame:
+    from tests.relay.helpers import frame
+
+    return frame(data)  # type: ignore[arg-type]
