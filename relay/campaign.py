@@ -47,9 +47,15 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _config(args: argparse.Namespace) -> Any:
+    from relay import stores
     from relay.commands import _config as load_config
 
-    return load_config(args)
+    config = load_config(args)
+    if stores.is_cluster(config):  # these work on the data folder's SQLite file; refuse rather than miss
+        raise ConfigError(
+            "room import, archive and delete work on the SQLite store only so far, not on a NATS store."
+        )
+    return config
 
 
 # -- import ------------------------------------------------------------------------------------------------
