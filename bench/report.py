@@ -19,7 +19,7 @@ from bench.harness import ROOT
 DOC = ROOT / "docs" / "benchmarks.md"
 IMAGES = ROOT / "docs" / "images"
 CHANGES = Path(__file__).with_name("changes.md")  # the record of speed work, written by hand
-# The last soak run's section, written by `tablerelay soak --markdown bench/soak.md` (docs/hardening.md);
+# The last soak run's section, written by `python -m bench.soak --markdown bench/soak.md` (docs/hardening.md);
 # a soak takes ten minutes, so the suite includes its recorded result rather than running one.
 SOAK = Path(__file__).with_name("soak.md")
 # The last cluster run's section, written by `python -m bench.cluster` (a NATS cluster and its own minutes).

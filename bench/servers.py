@@ -41,6 +41,7 @@ RELAY_ENV = {
     "TABLERELAY_BURST": "1000000",
     "TABLERELAY_MAX_MEMBERS": "100000",
     "TABLERELAY_MAX_ROOMS": "100000",
+    "TABLERELAY_MAX_PER_IP": "1000000",  # every driver socket comes from 127.0.0.1
     "TABLERELAY_LOG_FORMAT": "json",
 }
 

@@ -51,10 +51,7 @@ def _config(args: argparse.Namespace) -> Any:
     from relay.commands import _config as load_config
 
     config = load_config(args)
-    if stores.is_cluster(config):  # these work on the data folder's SQLite file; refuse rather than miss
-        raise ConfigError(
-            "room import, archive and delete work on the SQLite store only so far, not on a NATS store."
-        )
+    stores.sqlite_only(config, "room import, archive and delete")
     return config
 
 

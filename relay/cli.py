@@ -1,5 +1,5 @@
-"""The ``tablerelay`` command: serve, room create/list/export, token, store copy, key rotate, verify,
-foundry, roll, soak.
+"""The ``tablerelay`` command: serve, room create/list/export, backup, restore, token, store copy, key rotate,
+verify, foundry, roll.
 
 Each subcommand's work lives in its own module; this file only parses the command line.
 """
@@ -119,6 +119,27 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
     delete.add_argument("--data", help="data folder [./data]")
     delete.add_argument("--config", help="a TOML config file")
+    backup = sub.add_parser(
+        "backup",
+        help="copy the database consistently, while the server runs",
+        description="Copy the data folder's database with SQLite's online backup API: consistent, and "
+        "safe while the server serves and writes. DEST is a file, or a folder to put a dated file in.",
+    )
+    backup.add_argument("dest", help="the backup file (or a folder)")
+    backup.add_argument("--data", help="data folder [./data]")
+    backup.add_argument("--config", help="a TOML config file")
+    backup.add_argument("--json", action="store_true", help="print one JSON object")
+    restore = sub.add_parser(
+        "restore",
+        help="put a backup in place (server stopped); every room gets a new epoch",
+        description="Replace the data folder's database with a backup, with the server stopped. Every "
+        "room gets a new epoch, so clients start afresh instead of resuming across the restore. The "
+        "replaced database is kept beside it.",
+    )
+    restore.add_argument("src", help="a file written by tablerelay backup")
+    restore.add_argument("--data", help="data folder [./data]")
+    restore.add_argument("--config", help="a TOML config file")
+    restore.add_argument("--json", action="store_true", help="print one JSON object")
 
     key = sub.add_parser("key", help="manage the key that signs events")
     key_sub = key.add_subparsers(dest="key_command", required=True, metavar="ACTION")
@@ -182,31 +203,6 @@ def _parser() -> argparse.ArgumentParser:
     package.add_argument("--data", help="data folder [./data]")
     package.add_argument("--config", help="a TOML config file")
 
-    soak = sub.add_parser(
-        "soak",
-        help="run many clients against a server for a while and check nothing is lost or grows",
-        description="A bounded soak run on 127.0.0.1: rolls of every visibility, reveals, Fear and Hope, "
-        "reconnects with resume, slow consumers and malformed frames. Prints the server's RSS, open "
-        "descriptors, event-loop lag p99 and errors every minute, then checks that no acknowledged event "
-        "was lost, no internal error happened, and RSS and descriptors stayed within 5%% after warm-up. "
-        "Exits 1 when a check fails.",
-    )
-    soak.add_argument("--minutes", type=float, default=10.0, help="how long the clients run [10]")
-    soak.add_argument("--clients", type=int, default=1000, help="WebSocket clients [1000]")
-    soak.add_argument("--rooms", type=int, default=200, help="rooms they are spread over [200]")
-    soak.add_argument("--url", help="a running server's ws:// address [start one on 127.0.0.1]")
-    soak.add_argument(
-        "--data", help="with --url: that server's data folder (rooms are made and checked there)"
-    )
-    soak.add_argument("--pid", type=int, help="with --url: that server's process id, for RSS and descriptors")
-    soak.add_argument("--warmup", type=float, help="minutes not held to the flatness checks [a fifth, ≤ 2]")
-    soak.add_argument("--report-every", type=float, default=60.0, help="seconds between printed lines [60]")
-    soak.add_argument("--seed", type=int, help="seed of the clients' choices (not of any dice)")
-    soak.add_argument("--json", metavar="FILE", help="write the full results as JSON")
-    soak.add_argument("--plot", metavar="FILE", help="write a PNG plot (needs matplotlib: the bench extra)")
-    soak.add_argument("--markdown", metavar="FILE", help="write the results as a Markdown section")
-    soak.add_argument("--image", help="the plot's address as the Markdown section should link it")
-
     roll = sub.add_parser(
         "roll",
         help="roll locally with the rules core (no server)",
@@ -253,6 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "delete": room_delete_command,
         }
         return commands[args.room_command](args)
+    if args.command in ("backup", "restore"):
+        from relay.backup import backup_command, restore_command
+
+        return backup_command(args) if args.command == "backup" else restore_command(args)
     if args.command == "key":
         from relay.commands import key_rotate_command
 
@@ -261,10 +261,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from relay.commands import verify_command
 
         return verify_command(args)
-    if args.command == "soak":
-        from relay.soak import soak_command
-
-        return soak_command(args)
     if args.command == "store":
         from relay.store_copy import store_copy_command
 

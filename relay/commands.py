@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from relay import auth, logs, public, signing, stores
+from relay import admission, auth, logs, public, signing, stores
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import (
@@ -62,16 +62,16 @@ def serve_command(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
 
-    async def main() -> None:
+    async def main() -> bool:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run(config, stop, keyring=keyring)
+        return await run(config, stop, keyring=keyring)
 
     settle_gc()
     try:
-        asyncio.run(main())
+        clean = asyncio.run(main())
     except stores.StoreUnusable as exc:
         return _fail(str(exc), 1)
     except OSError as exc:
@@ -81,7 +81,7 @@ def serve_command(args: argparse.Namespace) -> int:
             "cannot_listen", host=config.host, port=config.port, error=str(exc)
         )
         return 1
-    return 0
+    return 0 if clean else 1  # 1: the drain did not finish within limits.drain_timeout (logged)
 
 
 def _check(config: Config) -> None:
@@ -92,14 +92,17 @@ def _check(config: Config) -> None:
         raise ConfigError(f"log_format must be auto, json or console; got {config.log_format!r}.")
     if not 0 <= config.port <= 65535:
         raise ConfigError(f"port must be from 0 to 65535; got {config.port}.")
+    admission.parse_origins(config.origins)
+    admission.parse_networks(config.trusted_proxies)
     limits = config.limits
-    for name in ("max_frame", "burst", "max_rooms", "max_members", "send_queue", "history", "resume_max"):
+    names = ("max_frame", "burst", "max_rooms", "max_members", "max_per_ip", "send_queue", "history")
+    for name in (*names, "resume_max"):
         if getattr(limits, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
     if limits.presence_days < 0:
         raise ConfigError(f"limits.presence_days must be 0 (keep all) or more; got {limits.presence_days}.")
-    if limits.rate <= 0 or limits.hello_timeout <= 0:
-        raise ConfigError("limits.rate and limits.hello_timeout must be positive.")
+    if min(limits.rate, limits.hello_timeout, limits.room_idle, limits.drain_timeout) <= 0:
+        raise ConfigError("limits.rate, hello_timeout, room_idle and drain_timeout must be positive numbers.")
 
 
 def room_create_command(args: argparse.Namespace) -> int:

@@ -25,12 +25,15 @@ class Limits:
     burst: int = 40  # token bucket size
     max_rooms: int = 10_000
     max_members: int = 10_000  # per room, connected sockets
+    max_per_ip: int = 256  # open WebSockets per client address (relay.admission)
     max_label: int = 200
     max_request_id: int = 64
     send_queue: int = 1024  # frames queued per socket before it is closed with 4008
     history: int = 100  # events in a fresh welcome
     resume_max: int = 2000  # longest resume gap delivered in one welcome; beyond it, recovered is false
     hello_timeout: float = 10.0  # seconds a new socket has to send its hello
+    drain_timeout: float = 20.0  # seconds SIGTERM may take to drain; past it the server exits 1
+    room_idle: float = 60.0  # seconds a room with no socket stays loaded before it is unloaded (relay.upkeep)
     fear_max: int = 12
     hope_max: int = 6
     # Days joins and leaves stay in a fresh welcome's history; 0 keeps them all (relay.retention).
@@ -61,6 +64,10 @@ class Config:
     # The cluster store's replicas of its stream and bucket; 0: 3 when the cluster can hold them, else 1.
     replicas: int = 0
     nats_creds: str | None = None  # TABLERELAY_NATS_CREDS: a NATS credentials file
+    # Browser origins allowed to open a WebSocket, a comma list (relay.admission); unset: every origin.
+    origins: str | None = None
+    # Reverse proxies whose X-Forwarded-For names the client (IPs or networks, a comma list); unset: none.
+    trusted_proxies: str | None = None
     limits: Limits = field(default_factory=Limits)
 
     @property

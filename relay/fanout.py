@@ -191,7 +191,7 @@ class Forms:
     """A room's events in each audience form, signed: every (event, form) is signed once, not per socket.
 
     ``frame`` renders a record in a form and returns it with ``kid`` and ``sig``. The signed frame is
-    kept (the last ``capacity`` of them) with the room's reveal count, and returned again while no
+    kept (those of the last ``capacity`` seqs) with the room's reveal count, and returned again while no
     reveal came since, or while the form still renders the same: so the live broadcast and every
     welcome that shows the event in that form share one signature. A form that changed (a roll after
     its reveal, a resource event whose cause was revealed) is signed anew. Without a keyring (signing
@@ -208,6 +208,7 @@ class Forms:
         self.capacity = capacity
         # (seq, form) -> (the state's reveal count, the rendered form, the same signed)
         self._signed: dict[tuple[int, str], tuple[int, dict[str, Any], dict[str, Any]]] = {}
+        self._newest = 0  # the highest seq kept
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
         """``record`` as the audience of ``form`` receives it; a shared object, never to be changed."""
@@ -227,9 +228,20 @@ class Forms:
     def _keep(self, key: tuple[int, str], reveals: int, base: dict[str, Any], sig: bytes) -> dict[str, Any]:
         assert self.keyring is not None
         signed = {**base, "kid": self.keyring.kid, "sig": sig}
-        self._signed[key] = (reveals, base, signed)
-        if len(self._signed) > self.capacity:
-            del self._signed[next(iter(self._signed))]  # the first signed: dicts keep insertion order
+        # Kept: the forms of the room's last ``capacity`` seqs, so a loaded room's memory is bounded by
+        # events, not by how long it has been loaded. An older form (a long resume gap) is signed for the
+        # welcome that asked and not kept, so it never pushes out the recent forms every welcome shows.
+        seq = key[0]
+        if seq > self._newest:
+            self._newest = seq
+        cutoff = self._newest - self.capacity
+        if seq <= cutoff:
+            return signed
+        kept = self._signed
+        kept[key] = (reveals, base, signed)
+        first = next(iter(kept))  # the first kept: dicts keep insertion order, about seq order
+        if first[0] <= cutoff:
+            del kept[first]
         return signed
 
     def prepare(

@@ -47,6 +47,7 @@ CLOSE_POLICY = 1008  # persistent rate-limit abuse
 CLOSE_GOING_AWAY = 1001  # server shutting down
 CLOSE_REVOKED = 4003  # the GM removed this participant, or replaced this invite (relay.membership)
 CLOSE_MERGED = 4010  # the GM merged this participant into another: reconnect as that one
+CLOSE_TRY_LATER = 1013  # the client's address holds as many sockets as limits.max_per_ip allows
 
 
 class FrameError(Exception):

@@ -29,7 +29,20 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import auth, campaign_io, cluster, fanout, foundry, protocol, public, retention, static, stores
+from relay import (
+    admission,
+    auth,
+    campaign_io,
+    cluster,
+    fanout,
+    foundry,
+    protocol,
+    public,
+    retention,
+    static,
+    stores,
+    upkeep,
+)
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -51,6 +64,7 @@ NOT_BUILT = (
     b"'python scripts/build_assets.py --develop' (./scripts/run does it).\n"
 )
 KEYS_PATH = "/.well-known/tablerelay-keys.json"
+STOPPING = b"The server is shutting down; reconnect in a moment and resume.\n"
 
 
 def _reason(text: str) -> str:
@@ -156,6 +170,8 @@ class Relay:
         # once the socket is bound (with --port 0 only the socket knows the port).
         self.public_base = public.public_base(config, (config.host, config.port))
         self.lag = LoopLag(observe=self.metrics.loop_lag.observe)
+        self.upkeep = upkeep.Upkeep(self)  # old hidden rolls' blobs out of memory, idle rooms unloaded
+        self.gate = admission.Gate(config)  # origins allowed, sockets per client address
 
     # -- rooms -------------------------------------------------------------------------------------------
 
@@ -189,10 +205,10 @@ class Relay:
         keep = self.limits.history
         if keep and state.seq:
             room.remember(await self.log.read(room_id, max(0, state.seq - keep), keep))
-        # Signed forms are kept for every event a welcome may show without reading the log, and for the
-        # longest resume gap too, so a whole table resuming the same gap signs each event once.
-        capacity = 2 * (self.limits.history + self.limits.resume_max)
-        handle = RoomHandle(room, fanout.Forms(room_id, self.keyring, capacity))
+        # Signed forms are kept for the events a fresh welcome shows (the last ``history`` seqs), so a
+        # loaded room's memory stops growing (docs/hardening.md, the soak); a resume from further back
+        # signs the older forms for its welcome.
+        handle = RoomHandle(room, fanout.Forms(room_id, self.keyring, self.limits.history))
         self.rooms[room_id] = handle
         self.metrics.rooms.set(len(self.rooms))
         logger.info("room_loaded", room=room_id, seq=state.seq)
@@ -409,7 +425,12 @@ class Relay:
         # Bound for the rest of this task (websockets runs each connection in a task of its own, whose
         # context dies with it), without a context manager object kept alive per idle socket.
         structlog.contextvars.bind_contextvars(conn=conn.cid)
+        address = self.gate.address(ws.remote_address, ws.request.headers if ws.request else None)
+        counted = self.gate.enter(address)
         try:
+            if not counted:  # handshakes that raced past process_request's check
+                await self._refuse(conn, protocol.CLOSE_TRY_LATER, admission.TOO_MANY)
+                return
             handle = await self._open(conn)
             if handle is not None:
                 await self._serve(handle, conn)
@@ -420,6 +441,8 @@ class Relay:
             if not conn.closing:
                 await ws.close(1011, "Internal error.")
         finally:
+            if counted:
+                self.gate.leave(address)
             self._detach(conn)
             self._handlers.discard(task)
             self._sockets.discard(ws)
@@ -560,6 +583,9 @@ class Relay:
         except protocol.FrameError as exc:
             self._send(conn, protocol.error_frame(exc.code, exc.message, exc.request_id))
             return
+        if type(frame) is protocol.Reveal and upkeep.blob_dropped(handle.room, frame.seq):
+            self.upkeep.reveal_later(handle, conn, frame)  # an old hidden roll: its blob is in the log
+            return
         try:
             actions = handle.room.handle(conn.session, frame)
         except Exception:
@@ -583,11 +609,17 @@ class Relay:
 
     async def process_request(
         self,
-        connection: ServerConnection,  # noqa: ARG002 (websockets' process_request signature)
+        connection: ServerConnection,
         request: Request,
     ) -> Response | None:
         path = urlsplit(request.path).path
         if path == "/ws":
+            if self.stopping:  # a handshake that slipped in while the listening socket closed
+                return _response(503, STOPPING, "text/plain; charset=utf-8")
+            refused = self.gate.refusal(connection.remote_address, request.headers)
+            if refused is not None:
+                logger.info("handshake_refused", status=refused[0], origin=request.headers.get("Origin"))
+                return _response(refused[0], f"{refused[1]}\n".encode(), "text/plain; charset=utf-8")
             return None
         if path == "/healthz":
             body = json.dumps(
@@ -661,7 +693,7 @@ class Relay:
         ]
         await asyncio.gather(*closing, return_exceptions=True)
         if self._handlers:
-            await asyncio.wait(list(self._handlers), timeout=15)
+            await asyncio.wait(list(self._handlers))  # run() bounds the whole of shutdown
         await server.wait_closed()
 
 
@@ -769,8 +801,11 @@ async def run(
     resolve: Resolver | None = None,
     on_ready: Callable[[Server, Relay], None] | None = None,
     keyring: Keyring | None = None,
-) -> None:
+) -> bool:
     """Serve until ``stop`` is set, then close sockets with 1001, finish appends and close the log.
+
+    Stopping takes at most ``limits.drain_timeout`` seconds (then the log is closed, which still commits
+    what its writer holds); the result says whether everything finished within it.
 
     ``keyring`` signs events; by default the data folder's (or ``TABLERELAY_SIGNING_KEY``), unless the
     ``signing`` setting is off.
@@ -779,6 +814,7 @@ async def run(
     if keyring is None and config.signing:
         keyring = load_keyring(config.data, config.signing_key)
     log = await stores.open_log(config)
+    clean = True
     relay = Relay(config, log, secret, resolve=resolve, keyring=keyring)
     if keyring is not None:
         relay.signer = await SignerProcess.start(keyring.private)
@@ -814,16 +850,29 @@ async def run(
             if on_ready is not None:
                 on_ready(server, relay)
             lag = asyncio.get_running_loop().create_task(relay.lag.run())
+            tending = asyncio.get_running_loop().create_task(relay.upkeep.run())
             try:
                 await stop.wait()
             finally:
                 lag.cancel()
+                tending.cancel()
             logger.info("stopping", connections=len(relay.connections))
-            await relay.shutdown(server)
-        await relay.drain()
+            begun = time.monotonic()
+            bound = config.limits.drain_timeout
+            try:
+                await asyncio.wait_for(relay.shutdown(server), bound)
+            except TimeoutError:
+                clean = False
+                logger.error("drain_timeout", seconds=bound, appends_in_flight=len(relay._inflight))
+        try:
+            await asyncio.wait_for(relay.drain(), max(1.0, bound - (time.monotonic() - begun)))
+        except TimeoutError:
+            clean = False
+            logger.error("drain_timeout", seconds=bound, appends_in_flight=len(relay._inflight))
     finally:
         if relay.signer is not None:
             await relay.signer.close()
         public.forget_serving(config.data)
-        await log.close()
-        logger.info("stopped")
+        await log.close()  # the writer commits every append already handed to it first
+        logger.info("stopped", clean=clean)
+    return clean

@@ -25,8 +25,13 @@ CAMPAIGN_FIELDS: dict[str, tuple[str, ...]] = {
     "archive": (),
 }
 
-#: Roll ids remembered per participant for idempotent retries. A retry comes seconds after the first try,
-#: so the most recent ids are the ones that matter; keeping all of them would grow without bound.
+#: Roll ids remembered for idempotent retries (docs/limits.md). A client sends a roll again when the socket
+#: that carried it dropped before the answer came, as soon as it is back: seconds later. So each
+#: participant's ids are kept for ``ROLL_ID_WINDOW_MS`` (by the events' own clock, so a fold of the log
+#: keeps exactly the same ids) and its last ``ROLL_IDS_FLOOR`` whatever their age, never more than
+#: ``ROLL_IDS_KEPT``. Bounded in time, a busy room's memory stops growing once it has run that long.
+ROLL_ID_WINDOW_MS = 120_000
+ROLL_IDS_FLOOR = 8
 ROLL_IDS_KEPT = 1024
 
 
@@ -48,13 +53,18 @@ class Member:
         return cls(str(data["id"]), str(data["name"]), str(data["role"]))
 
 
-@dataclass
+@dataclass(slots=True)
 class Sealed:
-    """A roll outside ``public``: who rolled it, and what its reveal will publish."""
+    """A roll outside ``public``: who rolled it, and what its reveal will publish.
+
+    Slotted and small: a room keeps one per hidden roll for as long as it is loaded. ``blob`` and
+    ``nonce`` are also in the roll's stored record, so ``relay.upkeep`` drops them (``b""``) once the
+    roll is older than the room's recent window and reads them back from the log for a late reveal; the
+    commitment is only ever read from the record.
+    """
 
     roller: str
     visibility: str
-    commitment: str
     blob: bytes
     nonce: bytes
     revealed: int | None = None  # the seq of its reveal event
@@ -68,7 +78,8 @@ class RoomState:
     members: dict[str, Member] = field(default_factory=dict)  # joined and not yet left
     participants: dict[str, Member] = field(default_factory=dict)  # everyone who ever joined
     sealed: dict[int, Sealed] = field(default_factory=dict)
-    rolls: dict[str, dict[str, int]] = field(default_factory=dict)  # participant -> roll id -> seq
+    # participant -> roll id -> (seq, ts), oldest first (see ROLL_ID_WINDOW_MS)
+    rolls: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # Reveals applied so far: how an event renders depends on the state only through them
     # (relay.visibility.render), so a rendered form stays valid while this stays the same.
     reveals: int = 0
@@ -92,15 +103,15 @@ class RoomState:
                 ids = self.rolls.get(actor)
                 if ids is None:
                     ids = self.rolls[actor] = {}
-                ids[request] = seq
-                if len(ids) > ROLL_IDS_KEPT:
-                    del ids[next(iter(ids))]  # the oldest: dicts keep insertion order
+                ts = record["ts"]
+                ids[request] = (seq, ts)
+                if len(ids) > ROLL_IDS_FLOOR:
+                    _forget_old_ids(ids, ts - ROLL_ID_WINDOW_MS)
             sealed = record.get("sealed")
             if sealed is not None:
                 self.sealed[seq] = Sealed(
                     roller=actor,
                     visibility=record["visibility"],
-                    commitment=sealed["commitment"],
                     blob=sealed["blob"],
                     nonce=sealed["nonce"],
                 )
@@ -192,7 +203,8 @@ class RoomState:
     def roll_seq(self, participant: str, request: str) -> int | None:
         """The seq of ``participant``'s roll with id ``request``, if it is remembered."""
         ids = self.rolls.get(participant)
-        return None if ids is None else ids.get(request)
+        seen = None if ids is None else ids.get(request)
+        return None if seen is None else seen[0]
 
     def gm_ids(self) -> list[str]:
         return [m.id for m in self.participants.values() if m.role == "gm"]
@@ -203,6 +215,16 @@ class RoomState:
             "hope": dict(self.hope),
             "members": [m.wire() for m in self.members.values()],
         }
+
+
+def _forget_old_ids(ids: dict[str, tuple[int, int]], before: int) -> None:
+    """Drop the oldest ids stored before ``before`` (ms), keeping the last ``ROLL_IDS_FLOOR``; and any past
+    ``ROLL_IDS_KEPT``. Usually one look at the oldest id, which is young enough, and nothing to drop."""
+    while len(ids) > ROLL_IDS_FLOOR:
+        oldest = next(iter(ids))  # dicts keep insertion order
+        if ids[oldest][1] >= before and len(ids) <= ROLL_IDS_KEPT:
+            return
+        del ids[oldest]
 
 
 def fold(records: Iterable[Mapping[str, Any]], state: RoomState | None = None) -> RoomState:

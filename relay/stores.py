@@ -33,6 +33,15 @@ def check(config: Config) -> None:
         raise ConfigError(f"--replicas must be 0 (automatic) or more; got {config.replicas}.")
 
 
+def sqlite_only(config: Config, what: str) -> None:
+    """Commands that work on the data folder's SQLite file refuse a NATS store rather than miss it."""
+    if is_cluster(config):
+        raise ConfigError(
+            f"{what} work on the SQLite store only so far, not on a NATS store"
+            " (tablerelay store copy --from nats://... --to sqlite backs one up)."
+        )
+
+
 def check_serving(config: Config) -> None:
     """Every node of a cluster must sign tokens and events with the same keys, so both come from the
     environment (a data folder's own would differ from node to node)."""

@@ -533,18 +533,28 @@ def test_a_second_hello_is_a_bad_frame(table: Table) -> None:
     assert reply["code"] == "bad_frame"
 
 
-def test_roll_ids_are_remembered_per_participant_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_roll_ids_are_remembered_for_a_window_with_a_floor_and_a_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     from relay import state
 
-    monkeypatch.setattr(state, "ROLL_IDS_KEPT", 3)
-    table = Table(scripted(*([5, 6] * 20)))
+    monkeypatch.setattr(state, "ROLL_IDS_FLOOR", 3)
+    monkeypatch.setattr(state, "ROLL_IDS_KEPT", 5)
+    table = Table(scripted(*([5, 6] * 40)))
+    now = [1_700_000_000_000]
+    table.room._clock = lambda: now[0]
     p1 = table.join("player")
     seqs = [table.send(p1, roll(f"r{i}"))[0]["seq"] for i in range(5)]
-    assert table.send(p1, roll("r4")) == [{"t": "ack", "id": "r4", "seq": seqs[4]}]
+    assert table.send(p1, roll("r0")) == [{"t": "ack", "id": "r0", "seq": seqs[0]}], "young ids are kept"
+    seqs.append(table.send(p1, roll("r5"))[0]["seq"])
+    assert table.send(p1, roll("r0"))[0]["seq"] == seqs[5] + 1, "past the cap the oldest id is a new roll"
     assert table.send(p1, roll("r2")) == [{"t": "ack", "id": "r2", "seq": seqs[2]}]
-    fresh = table.send(p1, roll("r0"))[0]
-    assert fresh["seq"] == seqs[4] + 1, "an id older than the bound is a new roll"
-    assert table.refold() == table.room.committed
+
+    now[0] += state.ROLL_ID_WINDOW_MS + 1
+    late = table.send(p1, roll("late"))[0]["seq"]
+    # Older than the window: only the floor's last three ids (r5, the second r0, late) are kept.
+    assert table.send(p1, roll("r5")) == [{"t": "ack", "id": "r5", "seq": seqs[5]}]
+    assert table.send(p1, roll("late")) == [{"t": "ack", "id": "late", "seq": late}]
+    assert table.send(p1, roll("r4"))[0]["seq"] == late + 1, "an old id beyond the floor is a new roll"
+    assert table.refold() == table.room.committed, "the log's fold keeps exactly the same ids"
 
 
 def test_recent_records_serve_welcomes_from_memory_within_the_history_window() -> None:

@@ -50,7 +50,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         ax.set_xlabel("minutes")
     options = results["options"]
     fig.suptitle(
-        f"tablerelay soak: {options['clients']:,} clients in {options['rooms']} rooms, "
+        f"soak (python -m bench.soak): {options['clients']:,} clients in {options['rooms']} rooms, "
         f"{options['minutes']:g} min",
         fontsize=11,
     )
@@ -84,7 +84,7 @@ def markdown(results: dict[str, Any], image: str | None) -> str:
     lines = [
         "## Soak",
         "",
-        f"`tablerelay soak --minutes {options['minutes']:g} --clients {options['clients']} --rooms "
+        f"`python -m bench.soak --minutes {options['minutes']:g} --clients {options['clients']} --rooms "
         f"{options['rooms']}`, run on {results['started']} UTC against a server it started on 127.0.0.1 "
         "with a temporary data folder: GMs, players and a spectator per room rolling with every visibility, "
         "revealing, spending Fear and Hope, reconnecting with resume, stopping reading for 5 to 15 s, and "

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.soak_client import Client, Tally
+from bench.soak_process import ServerProcess, get_json, open_fds, rss_bytes
 from relay import auth
 from relay.config import Limits
 from relay.log.sqlite import connect, create_room_sync, decode_record
-from relay.soak.client import Client, Tally
-from relay.soak.process import ServerProcess, get_json, open_fds, rss_bytes
 
 FLAT = 0.05  # the largest change of RSS or descriptors after warm-up that counts as flat
 STOP_GRACE = 60.0  # seconds past the deadline a client may take to notice it
@@ -47,7 +47,7 @@ class Options:
     url: str | None = None  # a running server; else one is started on loopback with a temporary folder
     data: Path | None = None  # that server's data folder (rooms are created and verified there)
     pid: int | None = None  # that server's process, for RSS and descriptors
-    warmup: float | None = None  # minutes; default a fifth of the run, at most 2
+    warmup: float | None = None  # minutes; default a quarter of the run, at most 3
     report_every: float = 60.0  # seconds between printed lines
     seed: int | None = None
 
@@ -57,7 +57,10 @@ class Options:
 
     @property
     def warmup_seconds(self) -> float:
-        return self.warmup * 60 if self.warmup is not None else min(120.0, self.seconds / 5)
+        # A quarter of the run, at most 3 minutes: a loaded room's bounded memory (its last 100 events and
+        # their signed forms, two minutes of roll ids) fills in its first two or three minutes at the
+        # default load, and the flatness check is about what comes after.
+        return self.warmup * 60 if self.warmup is not None else min(180.0, self.seconds / 4)
 
 
 @dataclass
@@ -112,7 +115,7 @@ def _clients(
         role, token = (
             ("gm", gm) if place == 0 else ("spectator", spectator) if place % 5 == 4 else ("player", player)
         )
-        clients.append(Client(f"c{i}", url, room, role, token, tally, random.Random(rng.getrandbits(64))))  # noqa: S311 (load, not dice)
+        clients.append(Client(f"c{i}", url, room, role, token, tally, random.Random(rng.getrandbits(64))))
     return clients
 
 
@@ -166,7 +169,7 @@ def _flat(samples: list[Sample], key: str, start: float, end: float, window: flo
 async def soak(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the soak; the results (samples, counts, checks, ``ok``) as plain data."""
     _raise_fd_limit()
-    rng = random.Random(options.seed)  # noqa: S311 (which client does what, not dice)
+    rng = random.Random(options.seed)
     scratch = None
     server: ServerProcess | None = None
     if options.url is None:
@@ -337,6 +340,7 @@ def _results(
         "errors": dict(tally.errors),
         "error_samples": tally.samples,
         "server_error_lines": server.error_lines if server is not None else [],
+        "trims": server.trims if server is not None else [],
         "lag_p99_ms_max_after_warmup": max(under_load) if under_load else None,
         "checks": checks,
         "ok": all(c["ok"] is not False for c in checks.values()),

@@ -24,6 +24,7 @@ class ServerProcess:
         self.error_lines: list[str] = []  # level error or critical: internal errors, with their traces
         self.errors = 0
         self.warnings = 0
+        self.trims: list[dict[str, Any]] = []  # the server's memory_trimmed lines (relay.upkeep)
         self._listening: asyncio.Future[int] | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -35,6 +36,7 @@ class ServerProcess:
         """Start serving on 127.0.0.1 (a free port); the WebSocket address once it logs 'listening'."""
         # Only loopback: the soak's traffic never leaves this machine.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+        env["TABLERELAY_MAX_PER_IP"] = "100000"  # every client comes from 127.0.0.1
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", "0",
             "--data", str(self.data), "--log-format", "json", "--log-level", "info",
@@ -65,6 +67,8 @@ class ServerProcess:
                 continue
             if record.get("event") == "listening" and self._listening and not self._listening.done():
                 self._listening.set_result(int(record["port"]))
+            if record.get("event") == "memory_trimmed":
+                self.trims.append({"ms": record.get("ms"), "blocks": record.get("blocks")})
             level = record.get("level")
             if level in ("error", "critical"):
                 self._error(line)

@@ -1,0 +1,137 @@
+"""Online backup under write load, and a restore that gives every room a new epoch: a client resuming with
+the old epoch starts afresh, and every event acknowledged before the backup is in the restored log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import signal
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from tests.console import tablerelay_bin
+
+from .conftest import Client, Server, assert_sentence
+
+POWER = {"system": "drawsteel.power", "characteristic": 2}
+
+
+def stored(db: Path, room: str) -> dict[int, dict[str, Any]]:
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT seq, data FROM events WHERE room = ? ORDER BY seq", (room,)).fetchall()
+    finally:
+        conn.close()
+    return {int(seq): msgpack.unpackb(data, raw=False) for seq, data in rows}
+
+
+async def test_backup_while_rolling_then_restore_bumps_every_epoch(
+    server_factory: Callable[..., Server], tmp_path: Path
+) -> None:
+    secret = secrets.token_hex(24)
+    rates = {"TABLERELAY_RATE": "1000", "TABLERELAY_BURST": "1000"}
+    srv = server_factory(secret=secret, **rates)
+    room = await srv.acreate_room("Backed up")
+    other = await srv.acreate_room("Another table")
+    gm = await Client.join(srv.url, room.gm, "gm")
+    players = [await Client.join(srv.url, room.player, f"p{i}") for i in range(3)]
+    everyone = [gm, *players]
+    acks: list[tuple[str, int, Client]] = []  # (roll id, seq, roller), in the order they arrived
+    stop = asyncio.Event()
+
+    async def roll_on(client: Client) -> None:
+        while not stop.is_set():
+            rid = client.new_id("bk")
+            visibility = "gm" if len(acks) % 3 == 0 else "public"
+            ack = await client.roll(POWER, visibility, rid, request_id=rid)
+            acks.append((rid, ack["seq"], client))
+
+    rolling = [asyncio.create_task(roll_on(c)) for c in everyone]
+    while len(acks) < 60:
+        await asyncio.sleep(0.01)
+    before = list(acks)  # acknowledged before the backup began
+    dest = tmp_path / "backup.sqlite3"
+    done = await asyncio.to_thread(srv.cli, "backup", str(dest), "--json")
+    summary = json.loads(done.stdout)
+    while len(acks) < len(before) + 60:  # and the table goes on rolling after it
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.gather(*rolling)
+
+    # The copy: a consistent state, every acknowledged roll from before it, seqs dense.
+    assert summary["backup"] == str(dest)
+    assert summary["rooms"] == 2
+    copied = stored(dest, room.id)
+    assert list(copied) == list(range(1, len(copied) + 1)), "the copy's seqs are dense"
+    for rid, seq, client in before:
+        assert seq in copied, f"{rid} (seq {seq}) was acknowledged before the backup and is not in it"
+        assert copied[seq]["request"] == rid
+        assert copied[seq]["actor"]["id"] == client.id
+    backup_top = max(copied)
+    after = [seq for _, seq, _ in acks if seq > backup_top]
+    assert after, "rolls acknowledged after the backup are not in it (the restore will lose them)"
+    conn = sqlite3.connect(dest)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete", "one self-contained file"
+    finally:
+        conn.close()
+
+    # A restore refuses while the server runs.
+    refused = subprocess.run(
+        [tablerelay_bin(), "restore", str(dest), "--data", str(srv.data)],
+        env=srv.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert "stop it first" in refused.stderr, refused.stderr
+    assert_sentence(refused.stderr.strip().removeprefix("tablerelay: "))
+
+    old_epoch = gm.welcome["epoch"]
+    other_epoch = (await Client.join(srv.url, other.gm, "other")).welcome["epoch"]
+    last_seen = max(ev["seq"] for ev in players[0].events())
+    for c in everyone:
+        await c.close()
+    assert srv.stop(signal.SIGTERM) == 0
+    done = await asyncio.to_thread(srv.cli, "restore", str(dest), "--json")
+    restored = json.loads(done.stdout)
+    assert restored["new_epochs"] == 2
+    assert restored["kept"], "the replaced database is kept"
+    assert Path(restored["kept"]).is_file()
+    assert max(stored(Path(restored["kept"]), room.id)) > backup_top, "the kept one has the later events"
+
+    srv = server_factory(srv.data, secret=secret, **rates)
+    back = await Client.join(
+        srv.url, players[0].welcome["session"], "back", resume={"epoch": old_epoch, "seq": last_seen}
+    )
+    try:
+        welcome = back.welcome
+        assert welcome["epoch"] != old_epoch, "a restored room has a new epoch"
+        assert welcome["recovered"] is False, "a resume from before the restore is not recovered"
+        # The restored log, then the leaves of those it had as present (a restart's sweep) and this join.
+        live = stored(srv.data / "tablerelay.sqlite3", room.id)
+        assert [live[seq] for seq in range(1, backup_top + 1)] == [
+            copied[seq] for seq in range(1, backup_top + 1)
+        ]
+        newer = [live[seq]["kind"] for seq in range(backup_top + 1, welcome["seq"] + 1)]
+        assert newer == ["leave"] * len(everyone) + ["join"], newer
+        history = [ev["seq"] for ev in welcome["history"]]
+        assert history == list(range(welcome["seq"] - len(history) + 1, welcome["seq"] + 1))
+        ack = await back.roll(POWER)
+        assert ack["seq"] == welcome["seq"] + 1, "the room goes on from the restored log"
+        again = await Client.join(srv.url, other.gm, "other-back", resume={"epoch": other_epoch, "seq": 1})
+        assert again.welcome["epoch"] != other_epoch, "every room's epoch changed"
+        assert again.welcome["recovered"] is False
+        await again.close()
+    finally:
+        await back.close()
+    for rid, seq, _ in before:
+        assert stored(srv.data / "tablerelay.sqlite3", room.id)[seq]["request"] == rid
