@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay.log.base import Conflict
 from relay.logs import get_logger
-from relay.room import Append, Pending, Session
+from relay.room import Append, Pending, Send, Session
 from relay.state import Member
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class Retries:
         # The frame each append came from; weak, so a settled append takes its entry with it.
         self._origins: weakref.WeakKeyDictionary[Pending, _Origin] = weakref.WeakKeyDictionary()
         self._waiting: dict[RoomHandle, list[tuple[int, Callable[[], None]]]] = {}
+        self._checks: set[asyncio.Task[None]] = set()
 
     def remember(self, actions: list[Any], conn: Connection, frame: Any, attempt: int = 0) -> None:
         for action in actions:
@@ -75,6 +76,41 @@ class Retries:
             self._after(handle, error.actual, lambda: self._settle(handle, members, done))
             return True
         return False
+
+    def held_back(self, handle: RoomHandle, conn: Connection, frame: Any, actions: list[Any]) -> bool:
+        """Whether a ``not_found`` answer is held back until this node has caught up with the room.
+
+        One node has stored a participant's join before that participant's welcome, so its GM can name it
+        at once; another node may not have received the join yet. Before saying "no such participant"
+        (or "no such roll"), this node asks the stream for the room's last seq and, if it lacks events,
+        handles the frame again once they have arrived.
+        """
+        if len(actions) != 1 or not isinstance(actions[0], Send):
+            return False
+        if actions[0].frame.get("t") != "error" or actions[0].frame.get("code") != "not_found":
+            return False
+
+        async def check() -> None:
+            try:
+                last = await self.relay.log.last_seq(handle.room.id)
+            except Exception:
+                last = 0
+            if last > handle.room.committed.seq:
+                self._after(handle, last, lambda: self._answer(handle, conn, frame))
+            else:
+                self.relay._execute(handle, actions)
+
+        task = asyncio.get_running_loop().create_task(check())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+        return True
+
+    def _answer(self, handle: RoomHandle, conn: Connection, frame: Any) -> None:
+        if conn.closing or conn.handle is not handle:
+            return
+        actions = handle.room.handle(conn.session, frame)
+        self.remember(actions, conn, frame)
+        self.relay._execute(handle, actions)
 
     def _again(self, handle: RoomHandle, origin: _Origin) -> None:
         conn = origin.conn

@@ -596,6 +596,8 @@ class Relay:
             )
             return
         if self.retries is not None:
+            if self.retries.held_back(handle, conn, frame, actions):
+                return
             self.retries.remember(actions, conn, frame)
         self._execute(handle, actions)
 
