@@ -96,6 +96,9 @@ class Retries:
             except Exception:
                 last = 0
             if last > handle.room.committed.seq:
+                catch_up = getattr(self.relay.log, "catch_up", None)
+                if catch_up is not None:
+                    catch_up(handle.room.id)
                 self._after(handle, last, lambda: self._answer(handle, conn, frame))
             else:
                 self.relay._execute(handle, actions)

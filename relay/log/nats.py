@@ -507,6 +507,13 @@ class NatsLog(EventLog):
                     self._fill(lane, first - 1)
                 return
 
+    def catch_up(self, room: str) -> None:
+        """Read the room's events the stream holds beyond what the server has, without waiting for the
+        consumer to deliver them (the tail was just read from the leader)."""
+        lane = self._lanes.get(room)
+        if lane is not None:
+            self._check_behind(lane)
+
     def _check_behind(self, lane: _Lane) -> None:
         if lane.deliver is not None and not lane.own and lane.tail_seq > lane.delivered:
             self._fill(lane, lane.tail_seq)
