@@ -416,7 +416,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="rewrite docs/benchmarks.md even in --quick mode (off by default)",
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run the cluster section instead (bench/cluster.py: NATS servers, two nodes; about 5 minutes)",
+    )
     args = parser.parse_args(argv)
+    if args.cluster:
+        from bench import cluster
+
+        cluster.main(["--quick"] if args.quick else [])
+        return 0
     only = set(args.only.split(",")) if args.only else set(SECTIONS)
     unknown = only - set(SECTIONS)
     if unknown:

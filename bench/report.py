@@ -23,6 +23,8 @@ CHANGES = Path(__file__).with_name("changes.md")  # the record of speed work, wr
 # The last soak run's section, written by `python -m bench.soak --markdown bench/soak.md` (docs/hardening.md);
 # a soak takes ten minutes, so the suite includes its recorded result rather than running one.
 SOAK = Path(__file__).with_name("soak.md")
+# The last cluster run's section, written by `python -m bench.cluster` (a NATS cluster and its own minutes).
+CLUSTER = Path(__file__).with_name("cluster.md")
 LABELS = {"relay": "tablerelay", "bare": "bare websockets", "socketio": "python-socketio"}
 COLORS = {"relay": "#2b6cb0", "bare": "#718096", "socketio": "#dd6b20"}
 
@@ -1425,6 +1427,7 @@ harness's locked npm packages. It is not part of the test suite and makes no tim
             machine_section(results),
             method_section(results),
             *parts,
+            *([CLUSTER.read_text().rstrip() + "\n"] if CLUSTER.exists() else []),
             *([SOAK.read_text().rstrip() + "\n"] if SOAK.exists() else []),
             CHANGES.read_text().rstrip() + "\n",
             failed,

@@ -27,7 +27,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from relay import public
+from relay import public, stores
 from relay.config import ConfigError
 
 SUFFIXES = ("-wal", "-shm")
@@ -156,6 +156,7 @@ def backup_command(args: argparse.Namespace) -> int:
 
     try:
         config = _config(args)
+        stores.sqlite_only(config, "backup and restore")
         summary = backup(config.db_path, Path(args.dest))
     except (ConfigError, BackupError) as exc:
         return _fail(str(exc), 1)
@@ -174,6 +175,7 @@ def restore_command(args: argparse.Namespace) -> int:
 
     try:
         config = _config(args)
+        stores.sqlite_only(config, "backup and restore")
         summary = restore(Path(args.src).expanduser(), config.data)
     except (ConfigError, BackupError) as exc:
         return _fail(str(exc), 1)

@@ -47,9 +47,12 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _config(args: argparse.Namespace) -> Any:
+    from relay import stores
     from relay.commands import _config as load_config
 
-    return load_config(args)
+    config = load_config(args)
+    stores.sqlite_only(config, "room import, archive and delete")
+    return config
 
 
 # -- import ------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The ``tablerelay`` command: serve, room create/list/export, backup, restore, token, key rotate, verify,
-foundry, roll.
+"""The ``tablerelay`` command: serve, room create/list/export, backup, restore, token, store copy, key rotate,
+verify, foundry, roll.
 
 Each subcommand's work lives in its own module; this file only parses the command line.
 """
@@ -32,6 +32,15 @@ def _parser() -> argparse.ArgumentParser:
         "--public-url",
         help="the address people open, e.g. behind a proxy [http://HOST:PORT] (TABLERELAY_PUBLIC_URL)",
     )
+    serve.add_argument(
+        "--store",
+        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
+    )
+    serve.add_argument(
+        "--replicas",
+        type=int,
+        help="with a NATS store: replicas of its stream and bucket [3 if the cluster has 3 servers, else 1]",
+    )
 
     room = sub.add_parser("room", help="create, list, export, import, archive or delete rooms")
     room_sub = room.add_subparsers(dest="room_command", required=True, metavar="ACTION")
@@ -40,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--data", help="data folder [./data]")
     create.add_argument("--config", help="a TOML config file")
     create.add_argument("--json", action="store_true", help="print one JSON object")
+    create.add_argument(
+        "--store",
+        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
+    )
     create.add_argument("--fear-max", type=int, help="the room's Fear limit [12]")
     create.add_argument("--hope-max", type=int, help="each participant's Hope limit [6]")
     create.add_argument(
@@ -50,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--data", help="data folder [./data]")
     listing.add_argument("--config", help="a TOML config file")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument(
+        "--store",
+        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
+    )
 
     export = room_sub.add_parser(
         "export",
@@ -69,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--data", help="data folder [./data]")
     export.add_argument("--config", help="a TOML config file")
+    export.add_argument(
+        "--store", help="sqlite (the data folder) or nats://HOST:PORT[,...] [sqlite] (TABLERELAY_STORE)"
+    )
 
     importing = room_sub.add_parser(
         "import",
@@ -149,11 +169,29 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--data", help="data folder [./data]")
     token.add_argument("--config", help="a TOML config file")
     token.add_argument(
+        "--store",
+        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
+    )
+    token.add_argument(
         "--link", action="store_true", help="print the page link with the token, not the token"
     )
     token.add_argument(
         "--public-url", help="the server's address for --link [the running server's] (TABLERELAY_PUBLIC_URL)"
     )
+
+    store = sub.add_parser("store", help="move room logs between stores")
+    store_sub = store.add_subparsers(dest="store_command", required=True, metavar="ACTION")
+    copy = store_sub.add_parser(
+        "copy",
+        help="copy every room and its events from one store to another",
+        description="Copy rooms and their events, exactly as stored, e.g. from the data folder's SQLite "
+        "file to a NATS cluster: tablerelay store copy --from sqlite --to nats://HOST:4222. A room the "
+        "target already holds with the same events is left alone; one holding other events is an error.",
+    )
+    copy.add_argument("--from", dest="source", required=True, help="sqlite or nats://HOST:PORT[,...]")
+    copy.add_argument("--to", dest="target", required=True, help="sqlite or nats://HOST:PORT[,...]")
+    copy.add_argument("--data", help="data folder of a sqlite store [./data]")
+    copy.add_argument("--config", help="a TOML config file")
 
     foundry = sub.add_parser("foundry", help="the Foundry VTT module the relay serves")
     foundry_sub = foundry.add_subparsers(dest="foundry_command", required=True, metavar="ACTION")
@@ -223,6 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from relay.commands import verify_command
 
         return verify_command(args)
+    if args.command == "store":
+        from relay.store_copy import store_copy_command
+
+        return store_copy_command(args)
     if args.command == "foundry":
         from relay.commands import foundry_package_command
 

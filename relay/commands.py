@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from relay import admission, auth, logs, loops, public, signing
+from relay import admission, auth, logs, loops, public, signing, stores
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import (
@@ -32,9 +32,12 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     overrides = {
         "data": getattr(args, "data", None),
         "public_url": getattr(args, "public_url", None),
+        "store": getattr(args, "store", None),
+        "replicas": getattr(args, "replicas", None),
         **extra,
     }
     config = load(getattr(args, "config", None), overrides)
+    stores.check(config)
     if config.public_url:
         public.check_public_url(config.public_url)  # a bad address stops every command with a sentence
     return config
@@ -54,6 +57,7 @@ def serve_command(args: argparse.Namespace) -> int:
         )
         logs.configure(config.log_format, config.log_level)
         _check(config)
+        stores.check_serving(config)
         keyring = signing.load_keyring(config.data, config.signing_key) if config.signing else None
     except (ConfigError, ValueError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
@@ -73,6 +77,8 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             clean = runner.run(main())
+    except stores.StoreUnusable as exc:
+        return _fail(str(exc), 1)
     except OSError as exc:
         import structlog
 
@@ -118,15 +124,22 @@ def room_create_command(args: argparse.Namespace) -> int:
     hope_max = config.limits.hope_max if hope_max is None else hope_max
     if fear_max < 0 or hope_max < 0:
         return _fail("--fear-max and --hope-max must be 0 or more.")
-    conn = connect(config.db_path, config.synchronous)
     try:
-        info = create_room_sync(
-            conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=config.limits.max_rooms
-        )
-    except RoomLimitReached as exc:
+        if stores.is_cluster(config):
+            stores.check_secret(config)
+            info = stores.run_on(
+                config,
+                lambda log: log.create_room(
+                    name, fear_max=fear_max, hope_max=hope_max, max_rooms=config.limits.max_rooms
+                ),
+            )
+        else:
+            with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
+                info = create_room_sync(
+                    conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=config.limits.max_rooms
+                )
+    except (RoomLimitReached, stores.StoreUnusable, ConfigError) as exc:
         return _fail(str(exc), 1)
-    finally:
-        conn.close()
     secret = auth.load_secret(config.data, config.secret)
     gm = auth.issue(secret, info.id, "gm", sub=auth.new_gm_id())
     player = auth.issue(secret, info.id, "player")
@@ -168,12 +181,17 @@ def room_list_command(args: argparse.Namespace) -> int:
         config = _config(args)
     except ConfigError as exc:
         return _fail(str(exc))
-    conn = connect(config.db_path, config.synchronous)
-    try:
-        rooms = list_rooms_sync(conn)
-        counts = dict(conn.execute("SELECT room, COALESCE(MAX(seq), 0) FROM events GROUP BY room").fetchall())
-    finally:
-        conn.close()
+    if stores.is_cluster(config):
+        try:
+            rooms, counts = stores.run_on(config, stores.rooms_and_counts)
+        except stores.StoreUnusable as exc:
+            return _fail(str(exc), 1)
+    else:
+        with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
+            rooms = list_rooms_sync(conn)
+            counts = dict(
+                conn.execute("SELECT room, COALESCE(MAX(seq), 0) FROM events GROUP BY room").fetchall()
+            )
     if args.json:
         print(json.dumps([{**room.wire(), "events": counts.get(room.id, 0)} for room in rooms]))
         return 0
@@ -196,12 +214,22 @@ def token_command(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.ttl is not None and args.ttl <= 0:
         return _fail("--ttl must be a positive number of seconds.")
-    with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
-        info = get_room_sync(conn, args.room)
-        # Invites belong to the room's current invite generation (the GM may have rotated them).
-        generation = state_sync(conn, info.id).invites if info is not None else 0
+    where = str(config.db_path)
+    try:
+        if stores.is_cluster(config):
+            stores.check_secret(config)
+            where = "the NATS store"
+            found = stores.run_on(config, lambda log: stores.room_and_invites(log, args.room))
+            info, generation = found if found is not None else (None, 0)
+        else:
+            with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
+                info = get_room_sync(conn, args.room)
+                # Invites belong to the room's current invite generation (the GM may have rotated them).
+                generation = state_sync(conn, info.id).invites if info is not None else 0
+    except (stores.StoreUnusable, ConfigError) as exc:
+        return _fail(str(exc), 1)
     if info is None:
-        return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+        return _fail(f"there is no room {args.room!r} in {where}; see: tablerelay room list")
     secret = auth.load_secret(config.data, config.secret)
     ttl = auth.DEFAULT_TTL if args.ttl is None else args.ttl
     sub = auth.new_gm_id() if args.role == "gm" else None
@@ -262,16 +290,26 @@ def room_export_command(args: argparse.Namespace) -> int:
         keyring = signing.load_keyring(config.data, config.signing_key)
     except (ConfigError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
-    with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
-        info = get_room_sync(conn, args.room)
-        if info is None:
-            return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
-        records: list[dict[str, Any]] = []
-        while True:
-            chunk = read_sync(conn, info.id, len(records), 5000)
-            records.extend(chunk)
-            if len(chunk) < 5000:
-                break
+    if stores.is_cluster(config):
+        try:
+            found = stores.run_on(config, lambda log: stores.whole_room(log, args.room))
+        except stores.StoreUnusable as exc:
+            return _fail(str(exc), 1)
+        if found is None:
+            return _fail(f"there is no room {args.room!r} in the NATS store; see: tablerelay room list")
+        info, records = found
+    else:
+        with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
+            known = get_room_sync(conn, args.room)
+            if known is None:
+                return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+            info = known
+            records = []
+            while True:
+                chunk = read_sync(conn, info.id, len(records), 5000)
+                records.extend(chunk)
+                if len(chunk) < 5000:
+                    break
     stored = getattr(args, "stored", False)
     if stored:
         events = exports.stored_events(records, info, keyring)

@@ -58,6 +58,12 @@ class Config:
     # Off only to measure what signing costs (bench/): events then go out without kid and sig, which
     # every verifying client reports as a failure.
     signing: bool = True
+    # Where events are stored: "sqlite" (the data folder) or nats://HOST:PORT[,nats://...] (a cluster,
+    # spec/cluster.md). TABLERELAY_STORE.
+    store: str = "sqlite"
+    # The cluster store's replicas of its stream and bucket; 0: 3 when the cluster can hold them, else 1.
+    replicas: int = 0
+    nats_creds: str | None = None  # TABLERELAY_NATS_CREDS: a NATS credentials file
     # Browser origins allowed to open a WebSocket, a comma list (relay.admission); unset: every origin.
     origins: str | None = None
     # Reverse proxies whose X-Forwarded-For names the client (IPs or networks, a comma list); unset: none.

@@ -452,6 +452,42 @@ class Room:
         )
         return [Send(session, protocol.error_frame(code, message, rid)) for session, rid in pending.acks]
 
+    def remote(self, records: Sequence[dict[str, Any]]) -> list[Action]:
+        """Records another relay node stored (the cluster store): fold them in and broadcast them.
+
+        Any append of ours still in flight named a seq these now hold, so it will fail: ``pending``
+        restarts from ``committed`` in a new generation, as after a failure.
+        """
+        for record in records:
+            self.committed.apply(record)
+        self.recent.extend(records)
+        if self.inflight:
+            self.generation += 1
+            self.pending = self.committed.copy()
+        else:
+            for record in records:
+                self.pending.apply(record)
+        from relay.membership import effects_of  # what this node does with its own sockets, as the other did
+
+        actions: list[Action] = [Broadcast(record) for record in records]
+        for record in records:
+            actions.extend(effects_of(record))
+        return actions
+
+    def settle_presence(self, members: Sequence[Member]) -> Pending | None:
+        """Joins and leaves that make the log agree with this node's sockets for ``members`` (after a
+        conflicting append in a cluster: another node may have stored the same join meanwhile)."""
+        records: list[dict[str, Any]] = []
+        for member in members:
+            here = self.sockets.get(member.id, 0) > 0
+            present = member.id in self.pending.members
+            if here != present:
+                kind = "join" if here else "leave"
+                records.append(
+                    self._record(self.pending.seq + 1 + len(records), kind, member, member=member.wire())
+                )
+        return self._append(records) if records else None
+
     # -- welcome -----------------------------------------------------------------------------------------
 
     def welcome(

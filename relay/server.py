@@ -29,7 +29,20 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from relay import admission, auth, campaign_io, fanout, foundry, protocol, public, retention, static, upkeep
+from relay import (
+    admission,
+    auth,
+    campaign_io,
+    cluster,
+    fanout,
+    foundry,
+    protocol,
+    public,
+    retention,
+    static,
+    stores,
+    upkeep,
+)
 from relay.config import Config
 from relay.fanout import Outbox
 from relay.log.base import Conflict, EventLog
@@ -135,6 +148,8 @@ class Relay:
         self._signed.set()
         self.limits = config.limits
         self.log = log
+        # Appends that lost a race to another relay node are tried again (only with the cluster store).
+        self.retries = cluster.Retries(self) if log.shared else None
         self.secret = secret
         self.metrics = metrics if metrics is not None else Metrics()
         self.resolve = resolve
@@ -198,7 +213,9 @@ class Relay:
         self.rooms[room_id] = handle
         self.metrics.rooms.set(len(self.rooms))
         logger.info("room_loaded", room=room_id, seq=state.seq)
-        sweep = room.sweep()
+        self.log.follow(room_id, state.seq, lambda records: self._remote(handle, records))
+        # With other nodes serving the room, members without a socket here may have one there.
+        sweep = room.sweep() if not self.log.shared else None
         if sweep is not None:
             self._submit(handle, sweep)
         return handle
@@ -261,9 +278,22 @@ class Relay:
         for done in pending.done:
             done(None)
 
+    def _remote(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
+        """Events another relay node stored in this room: fold, broadcast (as our own), retry what waited."""
+        self._execute(handle, handle.room.remote(records))
+        for record in records:
+            self.metrics.event(record["kind"])
+        if self.retries is not None:
+            self.retries.caught_up(handle)
+
     def _failed(self, handle: RoomHandle, pending: Pending, error: BaseException) -> None:
         conflict = isinstance(error, Conflict)
-        if conflict:
+        retried = False
+        if conflict and self.retries is not None:
+            assert isinstance(error, Conflict)
+            logger.info("append_lost_race", room=handle.room.id, expected=pending.expected)
+            retried = self.retries.take(handle, pending, error)
+        elif conflict:
             logger.warning("append_conflict", room=handle.room.id, expected=pending.expected)
         else:
             logger.error(
@@ -274,6 +304,8 @@ class Relay:
                 exc_info=error,
             )
         self._execute(handle, handle.room.failed_append(pending, conflict))
+        if retried:
+            return
         for done in pending.done:
             done(error)
 
@@ -584,6 +616,10 @@ class Relay:
                 conn, protocol.error_frame("internal", "Something went wrong on the server.", request_id)
             )
             return
+        if self.retries is not None:
+            if self.retries.held_back(handle, conn, frame, actions):
+                return
+            self.retries.remember(actions, conn, frame)
         self._execute(handle, actions)
 
     @staticmethod
@@ -800,12 +836,13 @@ async def run(
     secret = auth.load_secret(config.data, config.secret)
     if keyring is None and config.signing:
         keyring = load_keyring(config.data, config.signing_key)
-    log = SqliteLog(config.db_path, synchronous=config.synchronous)
+    log = await stores.open_log(config)
     clean = True
     relay = Relay(config, log, secret, resolve=resolve, keyring=keyring)
     if keyring is not None:
         relay.signer = await SignerProcess.start(keyring.private)
-    log.on_commit = relay.metrics.batch.observe
+    if isinstance(log, SqliteLog):
+        log.on_commit = relay.metrics.batch.observe
     try:
         async with serve(
             relay.handler,

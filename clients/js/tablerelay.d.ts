@@ -301,8 +301,12 @@ interface Listeners {
 }
 
 export declare class TableRelay {
-  constructor(url: string, token: string, options?: TableRelayOptions);
+  /** `url`: one address, or several relay nodes of a cluster (each reconnect tries the next). */
+  constructor(url: string | string[], token: string, options?: TableRelayOptions);
+  /** The address in use, or tried next. */
   readonly url: string;
+  /** Every address the client may connect to, in the order it tries them. */
+  readonly urls: readonly string[];
   readonly token: string;
   readonly status: Status;
   readonly room: { id: string; name: string } | null;

@@ -372,12 +372,16 @@ function randomPrefix() {
  */
 export class TableRelay {
   /**
-   * @param {string} url the server's WebSocket address, e.g. "wss://relay.example/ws"
+   * @param {string | string[]} url the server's WebSocket address, e.g. "wss://relay.example/ws", or the
+   *   addresses of several relay nodes of one cluster: each reconnect tries the next one (spec/cluster.md)
    * @param {string} token a room token (GM, player invite, spectator, or a session token)
    * @param {import("./tablerelay.d.ts").TableRelayOptions} [options]
    */
   constructor(url, token, options = {}) {
-    if (typeof url !== "string" || !url) throw new TypeError("TableRelay needs the server's WebSocket URL.");
+    const urls = Array.isArray(url) ? url : [url];
+    if (!urls.length || urls.some((u) => typeof u !== "string" || !u)) {
+      throw new TypeError("TableRelay needs the server's WebSocket URL (or a list of them).");
+    }
     if (typeof token !== "string" || !token) throw new TypeError("TableRelay needs a room token.");
     const WebSocketImpl = options.WebSocket ?? globalThis.WebSocket;
     if (typeof WebSocketImpl !== "function") {
@@ -385,7 +389,9 @@ export class TableRelay {
         "No WebSocket constructor: pass one as options.WebSocket (in Node 20: `import WebSocket from \"ws\"`).",
       );
     }
-    this.url = url;
+    /** Every address it may connect to; `url` is the one in use (or tried next). */
+    this.urls = [...urls];
+    this.url = this.urls[0];
     this.token = token;
     this.name = options.name;
     this.formats = options.formats;
@@ -598,7 +604,14 @@ export class TableRelay {
     const ceiling = Math.min(this._maxDelay, this._minDelay * 2 ** this._attempt);
     const delay = ceiling / 2 + Math.random() * (ceiling / 2); // jitter spreads a room's reconnects apart
     this._attempt++;
+    this._rotate();
     this._timer = setTimeout(() => this._open(), delay);
+  }
+
+  /** The next address of `urls`: a node that died takes its sockets with it, so the retry goes elsewhere. */
+  _rotate() {
+    if (this.urls.length < 2) return;
+    this.url = this.urls[(this.urls.indexOf(this.url) + 1) % this.urls.length];
   }
 
   /** Drop the current socket and reconnect at once (resuming); e.g. when the page comes back online. */

@@ -48,6 +48,25 @@ export function serverUrl() {
   return url.href;
 }
 
+/**
+ * The relay addresses the page connects to: its own (beside the page), or the cluster nodes listed in the
+ * query as `?servers=wss://a.example/ws,wss://b.example/ws`; the client tries the next one on each
+ * reconnect (spec/cluster.md). Anything but ws:// or wss:// in the list is ignored.
+ */
+export function serverUrls(search = location.search) {
+  const listed = (new URLSearchParams(search).get("servers") || "")
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => {
+      try {
+        return ["ws:", "wss:"].includes(new URL(part).protocol);
+      } catch {
+        return false;
+      }
+    });
+  return listed.length ? listed : [serverUrl()];
+}
+
 function sessionKey(token) {
   // The signature part identifies the invite without storing the whole token twice.
   return `tablerelay.session.${token.slice(-32)}`;
@@ -75,7 +94,7 @@ export function connectFromPage({ name, formats } = {}) {
   } catch {
     session = null; // storage may be off (private mode, sandboxed overlay): every load is a new join
   }
-  const relay = new TableRelay(serverUrl(), token, { name, formats, session });
+  const relay = new TableRelay(serverUrls(), token, { name, formats, session });
   relay.on("welcome", (welcome) => {
     try {
       if (welcome.session) localStorage.setItem(sessionKey(token), welcome.session);

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,17 @@ class RoomInfo:
 
 
 class EventLog(abc.ABC):
+    #: True when other processes append to the same rooms (the cluster store): the server then follows
+    #: each room it serves (``follow``) and retries appends that lost a race.
+    shared = False
+
+    def follow(self, room: str, seq: int, deliver: Callable[[list[Record]], None]) -> None:  # noqa: B027
+        """From now on, call ``deliver`` with the records other writers store in ``room`` after ``seq``.
+
+        Records reach the caller once each and in seq order, interleaved correctly with the outcomes of
+        this process's own appends. A log with a single writer has nothing to deliver.
+        """
+
     @abc.abstractmethod
     async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo: ...
 
@@ -80,6 +91,10 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     async def state(self, room: str) -> RoomState:
         """The fold of every stored record of ``room``."""
+
+    async def last_seq(self, room: str) -> int:
+        """The room's last stored seq (0: none)."""
+        return (await self.state(room)).seq
 
     # -- campaign life cycle (relay.campaign). Not abstract, so a backend without them still loads; the
     # commands that need them say so. Archiving needs nothing here: it is an ``archive`` event.

@@ -29,8 +29,8 @@ HADOLINT = Path(sys.executable).parent / "hadolint"
 CADDY = Path("/usr/bin/caddy")
 
 
-def compose() -> dict[str, Any]:
-    data = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+def compose(name: str = "compose.yaml") -> dict[str, Any]:
+    data = yaml.safe_load((DEPLOY / name).read_text())
     assert isinstance(data, dict)
     return data
 
@@ -80,19 +80,23 @@ def test_the_dockerfile_builds_js_then_the_wheel_then_a_slim_unprivileged_runtim
     assert {"**/node_modules", "**/.venv", "relay/_served", "data"} <= set(ignored)
 
 
-def test_the_compose_file_matches_the_compose_specification_schema() -> None:
+@pytest.mark.parametrize("name", ["compose.yaml", "compose.cluster.yaml"])
+def test_the_compose_file_matches_the_compose_specification_schema(name: str) -> None:
     assert SCHEMA.exists(), f"{SCHEMA} is missing: run scripts/setup.d/packaging-checks.sh"
     validator = Draft7Validator(json.loads(SCHEMA.read_text()))
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(compose())]
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(compose(name))
+    ]
     assert errors == []
     # The schema does reject a broken file (so the check above is not vacuous).
-    broken = copy.deepcopy(compose())
-    broken["services"]["relay"]["restart_policy"] = "always"
+    broken = copy.deepcopy(compose(name))
+    broken["services"]["relay" if name == "compose.yaml" else "relay1"]["restart_policy"] = "always"
     broken["services"]["caddy"]["ports"] = "443"
     assert len(list(validator.iter_errors(broken))) >= 2
 
 
-def test_the_compose_file_passes_dclint() -> None:
+@pytest.mark.parametrize("name", ["compose.yaml", "compose.cluster.yaml"])
+def test_the_compose_file_passes_dclint(name: str) -> None:
     done = subprocess.run(
         [
             str(DCLINT / "bin" / "dclint.cjs"),
@@ -100,7 +104,7 @@ def test_the_compose_file_passes_dclint() -> None:
             "0",
             "--color",
             "false",
-            str(DEPLOY / "compose.yaml"),
+            str(DEPLOY / name),
         ],
         capture_output=True,
         text=True,
@@ -126,12 +130,45 @@ def test_compose_puts_caddy_in_front_of_the_relay_and_keeps_its_data() -> None:
     assert f"reverse_proxy relay:{port.group(1)}" in caddyfile
 
 
+def test_the_cluster_compose_file_runs_two_nodes_on_three_nats_servers_behind_caddy() -> None:
+    services = compose("compose.cluster.yaml")["services"]
+    nats = {name: services[name] for name in ("nats1", "nats2", "nats3")}
+    for name, server in nats.items():
+        command = server["command"]
+        assert "-js" in command, "JetStream on"
+        assert command[command.index("-n") + 1] == name
+        routes = command[command.index("--routes") + 1].split(",")
+        assert sorted(routes) == sorted(f"nats://{other}:6222" for other in nats if other != name)
+        assert f"{name}-data:/data" in server["volumes"], "each server keeps its store on a volume"
+        assert "ports" not in server, "NATS is not published outside the compose network"
+    relays = [services["relay1"], services["relay2"]]
+    for relay in relays:
+        build = relay["build"]
+        assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+        env = relay["environment"]
+        assert env["TABLERELAY_STORE"] == "nats://nats1:4222,nats://nats2:4222,nats://nats3:4222"
+        # Both keys from the operator, the same on both nodes, required (":?") so compose refuses to start.
+        assert env["TABLERELAY_SECRET"].startswith("${TABLERELAY_SECRET:?")
+        assert env["TABLERELAY_SIGNING_KEY"].startswith("${TABLERELAY_SIGNING_KEY:?")
+        assert set(relay["depends_on"]) == set(nats)
+        assert "ports" not in relay
+    assert relays[0]["environment"] == relays[1]["environment"]
+    caddy = services["caddy"]
+    assert set(caddy["depends_on"]) == {"relay1", "relay2"}
+    mount = next(v for v in caddy["volumes"] if v.endswith(":/etc/caddy/Caddyfile:ro"))
+    caddyfile = (DEPLOY / mount.split(":")[0]).read_text()
+    assert "reverse_proxy relay1:8765 relay2:8765" in caddyfile
+    assert "lb_policy least_conn" in caddyfile
+    assert "health_uri /healthz" in caddyfile
+
+
 @pytest.mark.slow
-def test_caddy_accepts_the_caddyfile() -> None:
+@pytest.mark.parametrize("name", ["Caddyfile", "Caddyfile.cluster"])
+def test_caddy_accepts_the_caddyfile(name: str) -> None:
     assert CADDY.exists(), "caddy is missing: run scripts/setup.d/caddy.sh"
     env = {**os.environ, "TABLERELAY_DOMAIN": "dice.example.org"}
     done = subprocess.run(
-        [str(CADDY), "validate", "--adapter", "caddyfile", "--config", str(DEPLOY / "Caddyfile")],
+        [str(CADDY), "validate", "--adapter", "caddyfile", "--config", str(DEPLOY / name)],
         env=env,
         capture_output=True,
         text=True,

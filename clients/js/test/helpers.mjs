@@ -98,7 +98,8 @@ const opened = new Set();
 
 /** A connected client (closed by closeAll); options pass through to TableRelay. */
 export async function connect(token, options = {}) {
-  const client = new TableRelay(server.url, token, { WebSocket, minDelay: 20, maxDelay: 200, ...options });
+  const { urlList, ...rest } = options; // urlList: several addresses instead of the relay's one
+  const client = new TableRelay(urlList ?? server.url, token, { WebSocket, minDelay: 20, maxDelay: 200, ...rest });
   opened.add(client);
   await client.connect();
   return client;

@@ -103,3 +103,32 @@ test("the heartbeat notices a dead connection and reconnects", async () => {
   await until(() => net.sockets.length >= 2 && spectator.status === "open", 8000, "a reconnect");
   assert.equal(spectator.status, "open");
 });
+
+test("with several addresses (a cluster's nodes) each reconnect tries the next one and resumes", async () => {
+  const room = createRoom();
+  const gm = await connect(room.gm, { name: "GM" });
+  const cut = socketFactory();
+  // Port 9 (discard) refuses connections here: a node that is down.
+  const down = "ws://127.0.0.1:9/ws";
+  const watcher = await connect(room.spectator);
+  watcher.close();
+  const rotating = await connect(room.spectator, { WebSocket: cut.WebSocket, urlList: [down, watcher.url] });
+  assert.deepEqual(rotating.urls, [down, watcher.url]);
+  assert.equal(rotating.url, watcher.url, "the down node was passed over");
+  const seen = record(rotating);
+  const first = await gm.roll(intent, { label: "before" });
+  await until(() => rotating.seq >= first.seq, 8000, "the first roll");
+  const visited = cut.sockets.length;
+  cut.last().terminate();
+  const second = await gm.roll(intent, { label: "while away" });
+  await until(() => rotating.seq >= second.seq && rotating.status === "open", 15000, "the resume");
+  const urls = cut.sockets.slice(visited).map((s) => s.url);
+  assert.ok(urls.includes(down) && urls[urls.length - 1] === watcher.url, `tried ${urls}`);
+  const seqs = seen.map((e) => e.seq);
+  for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `gap at ${seqs[i - 1]}`);
+  assert.deepEqual(
+    seen.filter((e) => e.kind === "roll").map((e) => e.label),
+    ["before", "while away"],
+    "every event once, in order, across the rotation",
+  );
+});

@@ -1,0 +1,755 @@
+"""The cluster event log: NATS JetStream, shared by several relay nodes (spec/cluster.md).
+
+Layout
+- One stream, ``TABLERELAY_EVENTS``, holds every room's events; a room's messages are on their own subject
+  ``tablerelay.events.<room>``. One message is one append: a MessagePack array of the append's records,
+  each exactly as the SQLite log stores it (``relay.log.sqlite.encode_record``), so a store copy moves
+  records byte for byte and their signatures still verify.
+- The room directory is the key-value bucket ``tablerelay_rooms`` (room id -> RoomInfo as JSON).
+
+Appends
+- Conditional: each carries ``Nats-Expected-Last-Subject-Sequence`` with the stream sequence of the room's
+  last message (a room seq is not a stream seq, so each room's lane remembers the last pair it knows). A
+  node that lost the race gets JetStream's wrong-last-sequence error, reported as ``Conflict``.
+- Idempotent: each carries a ``Nats-Msg-Id`` unique to this node and append, so a publish retried after a
+  timeout (a leader election, say) is stored once and answered with the first PubAck.
+- Acknowledged only after JetStream's PubAck (stored on a quorum of the stream's replicas).
+- One publish per room is in flight at a time (the next one needs the stream sequence the previous one got);
+  appends made meanwhile leave together, as one message, when it is acknowledged.
+
+Events other nodes append
+- One ordered push consumer per node reads the whole stream from the node's start. For each room the server
+  follows (``follow``), records reach it exactly once and in seq order: this node's own appends through their
+  futures, the others' through the ``deliver`` callback, never both. A message delivered ahead of an own
+  append still in flight waits for that append's PubAck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import itertools
+import json
+import re
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext, api
+from nats.js.kv import KeyValue
+
+from relay.log.base import Conflict, EventLog, Record, RoomInfo, RoomLimitReached
+from relay.log.sqlite import decode_record, encode_record
+from relay.logs import get_logger
+from relay.state import RoomState
+
+logger = get_logger("relay.log.nats")
+
+STREAM = "TABLERELAY_EVENTS"
+SUBJECTS = "tablerelay.events."
+ROOMS_BUCKET = "tablerelay_rooms"
+#: JetStream's error code for a failed Nats-Expected-Last-Subject-Sequence check.
+WRONG_LAST_SEQUENCE = 10071
+#: JetStream's error code for replicas asked of a server that is not in a cluster.
+NOT_CLUSTERED = 10074
+#: Seconds a first node waits for a just-started cluster to have room for 3 replicas.
+FORMING = 10.0
+#: Seconds one publish waits for its PubAck, and how long an append keeps retrying (same Msg-Id) before
+#: it is answered with an error the client may retry: long enough for a stream leader election.
+PUBLISH_TIMEOUT = 2.0
+APPEND_DEADLINE = 12.0
+READ_BATCH = 500
+#: Seconds after a lost race before reading the winner's events, if the stream has not delivered them.
+CATCH_UP_DELAY = 0.5
+#: Seconds to wait for a just-started cluster's JetStream to answer.
+READY_TIMEOUT = 30.0
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+Deliver = Callable[[list[Record]], None]
+
+
+class StoreError(Exception):
+    """The store address or the NATS cluster cannot be used; the message is a sentence for the operator."""
+
+
+def subject(room: str) -> str:
+    """The room's subject: its id when that is a safe subject token, else a hex spelling of it."""
+    return SUBJECTS + (room if _TOKEN.match(room) else "x" + room.encode().hex())
+
+
+def servers(store: str) -> list[str]:
+    """The server addresses of a ``--store`` value: ``nats://h:p[,nats://h:p...]`` (or ``tls://``)."""
+    urls = [part.strip() for part in store.split(",") if part.strip()]
+    if not urls:
+        raise StoreError("The store address names no NATS server.")
+    for url in urls:
+        if not url.startswith(("nats://", "tls://")):
+            raise StoreError(f"A NATS store address starts with nats:// or tls://; got {url!r}.")
+    return urls
+
+
+def shown(store: str) -> str:
+    """The store address as it may appear in messages and logs: passwords masked."""
+    return re.sub(r"(://[^:/@,]+):[^@/,]*@", r"\1:***@", store)
+
+
+def encode_message(records: Sequence[Record]) -> bytes:
+    data: bytes = msgpack.packb([encode_record(r) for r in records], use_bin_type=True)
+    return data
+
+
+def decode_message(data: bytes) -> list[Record]:
+    return [decode_record(blob) for blob in msgpack.unpackb(data, raw=False)]
+
+
+@dataclass(eq=False)
+class _Append:
+    records: Sequence[Record]
+    expected: int
+    future: asyncio.Future[int]
+
+    @property
+    def last(self) -> int:
+        return self.expected + len(self.records)
+
+
+@dataclass(eq=False)
+class _Lane:
+    """What this node knows of one room's subject."""
+
+    room: str
+    subject: str
+    # The last message known on the subject: its last room seq and its stream seq (-1: not known yet).
+    tail_seq: int = -1
+    tail_stream: int = 0
+    queue: deque[_Append] = field(default_factory=deque)
+    busy: bool = False
+    refusing: BaseException | None = None  # set between a failure and the server having seen it
+    # Delivery to the server.
+    tracking: bool = False  # state() has been asked: remote messages are kept from now on
+    deliver: Deliver | None = None  # set by follow()
+    delivered: int = 0  # the last seq the server has been given
+    held: dict[int, list[Record]] = field(default_factory=dict)  # remote messages by first seq
+    own: dict[str, list[Record] | None] = field(default_factory=dict)  # in-flight Msg-Ids (-> seen records)
+    # (first room seq, stream seq) of each message, when known from seq 1 on: where a read starts.
+    index: list[tuple[int, int]] = field(default_factory=list)
+    indexed: bool = False
+    filling: bool = False  # a read of events the stream has not delivered is under way
+
+    def note(self, first: int, last: int, stream_seq: int) -> None:
+        if stream_seq > self.tail_stream:
+            self.tail_stream, self.tail_seq = stream_seq, last
+        if self.indexed and (not self.index or first > self.index[-1][0]):
+            self.index.append((first, stream_seq))
+
+
+class NatsLog(EventLog):
+    """The JetStream backend. ``await NatsLog.connect(...)`` inside the running loop; ``close()`` it."""
+
+    shared = True
+
+    def __init__(self, nc: NatsClient, js: JetStreamContext, rooms: KeyValue, replicas: int) -> None:
+        self.nc = nc
+        self.js = js
+        self.kv = rooms
+        self.replicas = replicas
+        self._loop = asyncio.get_running_loop()
+        self._lanes: dict[str, _Lane] = {}
+        self._by_subject: dict[str, _Lane] = {}
+        self._node = secrets.token_hex(6)
+        self._ids = itertools.count(1)
+        self._infos: dict[str, RoomInfo] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._sub: Any = None
+        self._closed = False
+        self._closing = asyncio.Event()  # set by close(): the disconnection that follows is expected
+
+    # -- connecting -----------------------------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls, store: str, *, creds: str | None = None, replicas: int = 0, follow: bool = True
+    ) -> NatsLog:
+        """Connect, create the stream and bucket if missing (idempotently), start following the stream.
+
+        ``replicas`` 0 means 3 when the cluster can hold 3 replicas, else 1. ``follow`` False is for one-shot
+        commands that never serve sockets.
+        """
+        options: dict[str, Any] = {
+            "servers": servers(store),
+            "connect_timeout": 3,
+            # A few tries per server for the first connection (a wrong password must not spin forever);
+            # once connected, reconnecting never gives up (set below).
+            "max_reconnect_attempts": 2,
+            "reconnect_time_wait": 0.5,
+            "allow_reconnect": True,
+            "name": "tablerelay",
+        }
+        if creds:
+            options["user_credentials"] = creds
+        closing = asyncio.Event()
+        first: list[Exception] = []  # errors of the first connection, told in one sentence if it fails
+        options.update(_connection_callbacks(shown(store), closing.is_set, first))
+        try:
+            nc = await nats.connect(**options)
+        except (OSError, TimeoutError, nats.errors.Error) as exc:
+            cause = first[-1] if first else exc
+            reason = str(cause).strip(". ") or type(cause).__name__
+            raise StoreError(f"Cannot reach the NATS servers at {shown(store)}: {reason}.") from exc
+        first.append(_CONNECTED)
+        nc.options["max_reconnect_attempts"] = -1
+        js = nc.jetstream(timeout=5)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                count = await _ensure_stream(js, replicas)
+                kv = await _ensure_bucket(js, count)
+                break
+            except (TimeoutError, nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError) as exc:
+                # A cluster that has just started elects its JetStream leader first.
+                if time.monotonic() > deadline:
+                    await nc.close()
+                    raise StoreError(
+                        f"JetStream on {shown(store)} did not answer within {READY_TIMEOUT:.0f} s."
+                    ) from exc
+                await asyncio.sleep(0.25)
+            except (nats.js.errors.Error, StoreError) as exc:
+                await nc.close()
+                raise StoreError(f"JetStream is not usable on {shown(store)}: {exc}.") from exc
+        log = cls(nc, js, kv, count)
+        log._closing = closing
+        if follow:
+            await log._start_following()
+        return log
+
+    async def _start_following(self) -> None:
+        info = await self.js.stream_info(STREAM)
+        self._sub = await self.js.subscribe(
+            SUBJECTS + ">",
+            stream=STREAM,
+            ordered_consumer=True,
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            config=api.ConsumerConfig(opt_start_seq=info.state.last_seq + 1),
+            idle_heartbeat=1.0,
+            cb=self._on_message,
+        )
+
+    # -- the room directory ---------------------------------------------------------------------------------
+
+    async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo:
+        if await self._room_count() >= max_rooms:
+            raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
+        info = RoomInfo(
+            id=secrets.token_hex(8),
+            name=name,
+            epoch=secrets.token_hex(8),
+            created=time.time_ns() // 1_000_000,
+            fear_max=fear_max,
+            hope_max=hope_max,
+        )
+        await self.kv.create(info.id, json.dumps(info.wire()).encode())
+        self._infos[info.id] = info
+        return info
+
+    async def put_room(self, info: RoomInfo) -> None:
+        """Add a room exactly as given (``store copy``); an existing one is left as it is."""
+        with contextlib.suppress(nats.js.errors.KeyWrongLastSequenceError):
+            await self.kv.create(info.id, json.dumps(info.wire()).encode())
+
+    async def get_room(self, room: str) -> RoomInfo | None:
+        known = self._infos.get(room)
+        if known is not None:
+            return known
+        if not _TOKEN.match(room):
+            return None
+        try:
+            entry = await self.kv.get(room)
+            value = entry.value
+        except nats.js.errors.KeyNotFoundError:
+            value = None
+        if not value:
+            # A direct get may be answered by a replica that has not seen a room created a moment ago
+            # (the link opened right after `room create`): ask the bucket's leader before saying no.
+            try:
+                msg = await self.js.get_last_msg(f"KV_{ROOMS_BUCKET}", f"$KV.{ROOMS_BUCKET}.{room}")
+            except nats.js.errors.NotFoundError:
+                return None
+            value = msg.data
+            if not value:  # deleted
+                return None
+        info = _info(json.loads(value))
+        self._infos[room] = info
+        return info
+
+    async def _room_count(self) -> int:
+        """Rooms in the directory (one request: the bucket keeps one message per room)."""
+        info = await self.js.stream_info(f"KV_{ROOMS_BUCKET}")
+        return int(info.state.messages)
+
+    async def _room_ids(self) -> list[str]:
+        try:
+            return list(await self.kv.keys())
+        except nats.js.errors.NoKeysError:
+            return []
+
+    async def list_rooms(self) -> list[RoomInfo]:
+        infos = [await self.get_room(room) for room in await self._room_ids()]
+        return sorted((i for i in infos if i is not None), key=lambda i: (i.created, i.id))
+
+    # -- appends --------------------------------------------------------------------------------------------
+
+    def _lane(self, room: str) -> _Lane:
+        lane = self._lanes.get(room)
+        if lane is None:
+            lane = self._lanes[room] = _Lane(room, subject(room))
+            self._by_subject[lane.subject] = lane
+        return lane
+
+    def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
+        """As ``EventLog.append``; after a failure, appends made before the failed futures' callbacks have
+        run fail the same way (they may have been built on the failed one: its seqs can be taken by another
+        node's events, so the expected seq alone cannot tell)."""
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        future: asyncio.Future[int] = self._loop.create_future()
+        lane = self._lane(room)
+        if lane.refusing is not None:
+            # Made before the server saw the failure of an append this one may be built on.
+            future.set_exception(lane.refusing)
+            return future
+        lane.queue.append(_Append(records, expected_seq, future))
+        if not lane.busy:
+            lane.busy = True
+            self._spawn(self._pump(lane))
+        return future
+
+    def _spawn(self, coro: Any) -> None:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _pump(self, lane: _Lane) -> None:
+        """Publish the lane's queued appends, one message at a time, until the queue is empty."""
+        try:
+            while lane.queue:
+                if lane.tail_seq < 0 or lane.queue[0].expected > lane.tail_seq:
+                    await self._refresh_tail(lane, patient=True)
+                batch = [lane.queue.popleft()]
+                if batch[0].expected != lane.tail_seq:
+                    self._fail(lane, batch, Conflict(lane.room, batch[0].expected, lane.tail_seq))
+                    continue
+                while lane.queue and lane.queue[0].expected == batch[-1].last:
+                    batch.append(lane.queue.popleft())
+                await self._publish(lane, batch)
+        except Exception as exc:  # the lane's state is unknown: read it again before the next append
+            logger.error("append_failed", room=lane.room, error=type(exc).__name__, exc_info=exc)
+            lane.tail_seq = -1
+            self._fail(lane, [], exc)
+        finally:
+            lane.busy = False
+            if lane.queue and not self._closed:
+                lane.busy = True
+                self._spawn(self._pump(lane))
+
+    async def _publish(self, lane: _Lane, batch: list[_Append]) -> None:
+        records = [record for append in batch for record in append.records]
+        first, last = records[0]["seq"], records[-1]["seq"]
+        msg_id = f"{self._node}-{next(self._ids)}"
+        headers = {
+            "Nats-Msg-Id": msg_id,
+            "Nats-Expected-Last-Subject-Sequence": str(lane.tail_stream),
+        }
+        payload = encode_message(records)
+        lane.own[msg_id] = None
+        deadline = time.monotonic() + APPEND_DEADLINE
+        error: BaseException | None = None
+        after = lane.tail_stream
+        while True:
+            try:
+                ack = await self.js.publish(lane.subject, payload, timeout=PUBLISH_TIMEOUT, headers=headers)
+                stored = ack.seq
+            except nats.js.errors.APIError as exc:
+                if exc.err_code == WRONG_LAST_SEQUENCE:
+                    # Lost to another node, or an earlier try of this very publish was stored and JetStream
+                    # checked the expected sequence before the Msg-Id: the message after ours tells.
+                    mine = await self._stored_as(lane, msg_id, after)
+                    if mine is not None:
+                        stored = mine
+                        break
+                    lane.own.pop(msg_id, None)
+                    await self._refresh_tail(lane)
+                    self._fail(lane, batch, Conflict(lane.room, batch[0].expected, max(lane.tail_seq, first)))
+                    return
+                error = exc
+            except (TimeoutError, nats.errors.Error, OSError) as exc:  # no answer: an election, a reconnect
+                error = exc
+            else:
+                break
+            if time.monotonic() > deadline or self._closed:
+                seen = lane.own.pop(msg_id, None)
+                logger.warning("append_gave_up", room=lane.room, first=first, error=type(error).__name__)
+                lane.tail_seq = -1  # it may have been stored after all: read the tail before the next one
+                self._fail(lane, batch, error)
+                if seen is not None:  # stored after all, and delivered: the server takes it as remote
+                    self._remote(lane, seen)
+                return
+            await asyncio.sleep(0.2)
+        lane.own.pop(msg_id, None)
+        lane.note(first, last, stored)
+        lane.delivered = max(lane.delivered, last)
+        for append in batch:
+            if not append.future.done():
+                append.future.set_result(append.last)
+        self._release(lane)
+
+    async def _stored_as(self, lane: _Lane, msg_id: str, after: int) -> int | None:
+        """The stream seq of the room's first message after stream seq ``after`` if it is ``msg_id``."""
+        try:
+            msg = await self.js.get_msg(STREAM, seq=after + 1, subject=lane.subject, next=True)
+        except nats.js.errors.NotFoundError:
+            return None
+        if (msg.headers or {}).get("Nats-Msg-Id") == msg_id and msg.seq is not None:
+            return int(msg.seq)
+        return None
+
+    def _fail(self, lane: _Lane, batch: list[_Append], error: BaseException) -> None:
+        """Fail ``batch`` and every append queued behind it (they were built on top of it)."""
+        failed = [*batch, *lane.queue]
+        lane.queue.clear()
+        for append in failed:
+            if not append.future.done():
+                append.future.set_exception(error)
+        lane.refusing = error
+        # Runs after the server's callbacks for the futures failed above, which were scheduled first.
+        self._loop.call_soon(self._accept, lane, error)
+        if isinstance(error, Conflict):
+            # The server retries once the other node's events reach it; should the stream be slow to
+            # deliver them (its consumer being reset after a server died, say), read them instead.
+            self._loop.call_later(CATCH_UP_DELAY, self._check_behind, lane)
+
+    @staticmethod
+    def _accept(lane: _Lane, error: BaseException) -> None:
+        if lane.refusing is error:
+            lane.refusing = None
+
+    async def _refresh_tail(self, lane: _Lane, *, patient: bool = False) -> None:
+        """Ask the stream's leader for the room's last message; ``patient``: through a leader election."""
+        deadline = time.monotonic() + (APPEND_DEADLINE if patient else 0)
+        while True:
+            try:
+                msg = await self.js.get_last_msg(STREAM, lane.subject)
+                break
+            except nats.js.errors.NotFoundError:
+                lane.tail_seq, lane.tail_stream = 0, 0
+                return
+            except (TimeoutError, nats.errors.Error, OSError):
+                if time.monotonic() > deadline or self._closed:
+                    raise
+                await asyncio.sleep(0.2)
+        assert msg.data is not None
+        assert msg.seq is not None
+        records = decode_message(msg.data)
+        if msg.seq >= lane.tail_stream:
+            lane.tail_stream, lane.tail_seq = msg.seq, records[-1]["seq"]
+
+    # -- events from the stream ------------------------------------------------------------------------
+
+    async def _on_message(self, msg: Msg) -> None:
+        lane = self._by_subject.get(msg.subject)
+        if lane is None:
+            return
+        try:
+            records = decode_message(msg.data)
+        except Exception:
+            logger.exception("undecodable_message", subject=msg.subject)
+            return
+        stream_seq = msg.metadata.sequence.stream
+        lane.note(records[0]["seq"], records[-1]["seq"], stream_seq)
+        msg_id = (msg.headers or {}).get("Nats-Msg-Id", "")
+        if msg_id in lane.own:
+            lane.own[msg_id] = records  # this node's append, still waiting for its PubAck
+            return
+        if lane.tracking:
+            self._remote(lane, records)
+
+    def _remote(self, lane: _Lane, records: list[Record]) -> None:
+        if records[-1]["seq"] <= lane.delivered:
+            return
+        lane.held[records[0]["seq"]] = records
+        self._release(lane)
+
+    def _release(self, lane: _Lane) -> None:
+        """Hand the server the held messages that follow what it has, in order."""
+        if lane.deliver is None:
+            return
+        for first in sorted(lane.held):
+            records = lane.held[first]
+            if records[-1]["seq"] <= lane.delivered:
+                del lane.held[first]
+            elif first <= lane.delivered + 1:
+                del lane.held[first]
+                records = records[lane.delivered + 1 - first :]  # the part the server lacks
+                lane.delivered = records[-1]["seq"]
+                # After the callbacks of the futures this node's PubAcks settled, which came first.
+                self._loop.call_soon(lane.deliver, records)
+            else:
+                if not lane.own:  # a gap nothing of ours will fill (a consumer reset): read it
+                    self._fill(lane, first - 1)
+                return
+
+    def catch_up(self, room: str) -> None:
+        """Read the room's events the stream holds beyond what the server has, without waiting for the
+        consumer to deliver them (the tail was just read from the leader)."""
+        lane = self._lanes.get(room)
+        if lane is not None:
+            self._check_behind(lane)
+
+    def _check_behind(self, lane: _Lane) -> None:
+        if lane.deliver is not None and not lane.own and lane.tail_seq > lane.delivered:
+            self._fill(lane, lane.tail_seq)
+
+    def _fill(self, lane: _Lane, upto: int) -> None:
+        """Read the records after what the server has through ``upto`` from the store, and deliver them."""
+        if lane.filling or self._closed:
+            return
+        lane.filling = True
+
+        async def fill() -> None:
+            try:
+                missing = await self.read(lane.room, lane.delivered, upto - lane.delivered)
+            except Exception as exc:
+                logger.warning("catch_up_failed", room=lane.room, error=type(exc).__name__)
+                return
+            finally:
+                lane.filling = False
+            for record in missing:
+                if record["seq"] > lane.delivered and record["seq"] not in lane.held:
+                    lane.held[record["seq"]] = [record]
+            self._release(lane)
+
+        self._spawn(fill())
+
+    def follow(self, room: str, seq: int, deliver: Deliver) -> None:
+        lane = self._lane(room)
+        lane.deliver = deliver
+        lane.delivered = max(lane.delivered, seq)
+        self._release(lane)
+
+    # -- reads ----------------------------------------------------------------------------------------------
+
+    async def _messages(self, lane: _Lane, start: int, until: int) -> list[tuple[int, list[Record]]]:
+        """The lane's messages from stream seq ``start`` through ``until`` (the leader's last), in order."""
+        found: list[tuple[int, list[Record]]] = []
+        cursor = start
+        attempts = 0
+        while cursor <= until:
+            batch = await self._direct_batch(lane.subject, cursor)
+            if not batch:
+                # A follower behind the leader answered: ask again, then ask the leader one by one.
+                attempts += 1
+                if attempts < 5:
+                    await asyncio.sleep(0.02 * attempts)
+                    continue
+                batch = await self._leader_next(lane.subject, cursor)
+                if not batch:
+                    break
+            for stream_seq, records in batch:
+                if stream_seq <= until:
+                    found.append((stream_seq, records))
+            cursor = batch[-1][0] + 1
+        return found
+
+    async def _direct_batch(self, subj: str, start: int) -> list[tuple[int, list[Record]]]:
+        """Up to READ_BATCH messages of ``subj`` from stream seq ``start``, by one batched direct get."""
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox)
+        found: list[tuple[int, list[Record]]] = []
+        try:
+            request = {"seq": start, "next_by_subj": subj, "batch": READ_BATCH}
+            await self.nc.publish(f"$JS.API.DIRECT.GET.{STREAM}", json.dumps(request).encode(), reply=inbox)
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=PUBLISH_TIMEOUT)
+                except TimeoutError:
+                    return found
+                headers = msg.headers or {}
+                status = headers.get("Status")
+                if status:  # 204: end of the batch; 404: nothing (more) on the subject; 408: too early
+                    return found
+                found.append((int(headers["Nats-Sequence"]), decode_message(msg.data)))
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _leader_next(self, subj: str, start: int) -> list[tuple[int, list[Record]]]:
+        try:
+            msg = await self.js.get_msg(STREAM, seq=start, subject=subj, next=True)
+        except nats.js.errors.NotFoundError:
+            return []
+        assert msg.data is not None
+        assert msg.seq is not None
+        return [(msg.seq, decode_message(msg.data))]
+
+    async def _leader_last(self, lane: _Lane) -> int:
+        """The stream seq of the room's last message, from the leader (0: none)."""
+        await self._refresh_tail(lane)
+        return lane.tail_stream
+
+    async def last_seq(self, room: str) -> int:
+        lane = self._lane(room)
+        await self._refresh_tail(lane)
+        return lane.tail_seq
+
+    async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        lane = self._lane(room)
+        start = 1
+        if lane.indexed and lane.index:
+            at = bisect.bisect_right(lane.index, (after_seq + 1, 1 << 62)) - 1
+            if at >= 0:
+                start = lane.index[at][1]
+        until = await self._leader_last(lane)
+        records: list[Record] = []
+        for _, message in await self._messages(lane, start, until):
+            records.extend(r for r in message if r["seq"] > after_seq)
+            if len(records) >= limit:
+                break
+        return records[:limit]
+
+    async def state(self, room: str) -> RoomState:
+        """The fold of the room's log; from now on this node keeps the room's remote events for ``follow``."""
+        if self._closed:
+            raise RuntimeError("the event log is closed")
+        lane = self._lane(room)
+        lane.tracking = True
+        until = await self._leader_last(lane)
+        state = RoomState()
+        index: list[tuple[int, int]] = []
+        for stream_seq, records in await self._messages(lane, 1, until):
+            if records[0]["seq"] != state.seq + 1:
+                raise RuntimeError(f"room {room}: the stream holds seq {records[0]['seq']} after {state.seq}")
+            index.append((records[0]["seq"], stream_seq))
+            for record in records:
+                state.apply(record)
+        lane.index, lane.indexed = index, True
+        lane.delivered = max(lane.delivered, state.seq)
+        return state
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        # Finish the appends already made, then stop.
+        while any(lane.busy for lane in self._lanes.values()):
+            await asyncio.sleep(0.01)
+        self._closed = True
+        self._closing.set()
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+
+
+_CONNECTED = Exception("connected")
+
+
+def _connection_callbacks(store: str, closing: Callable[[], bool], first: list[Exception]) -> dict[str, Any]:
+    """nats-py's connection events as log lines (by default it prints tracebacks to stderr). Until the
+    first connection is made (``first`` ends with ``_CONNECTED``), errors are kept for the caller instead."""
+
+    async def error(exc: Exception) -> None:
+        if not first or first[-1] is not _CONNECTED:
+            first.append(exc)
+            return
+        logger.warning("nats_error", store=store, error=str(exc) or type(exc).__name__)
+
+    async def disconnected() -> None:
+        if not closing():
+            logger.warning("nats_disconnected", store=store)
+
+    async def reconnected() -> None:
+        logger.info("nats_reconnected", store=store)
+
+    return {"error_cb": error, "disconnected_cb": disconnected, "reconnected_cb": reconnected}
+
+
+def _info(data: dict[str, Any]) -> RoomInfo:
+    return RoomInfo(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        epoch=str(data["epoch"]),
+        created=int(data["created"]),
+        fear_max=int(data["fear_max"]),
+        hope_max=int(data["hope_max"]),
+    )
+
+
+def _stream_config(replicas: int) -> api.StreamConfig:
+    return api.StreamConfig(
+        name=STREAM,
+        subjects=[SUBJECTS + ">"],
+        retention=api.RetentionPolicy.LIMITS,
+        storage=api.StorageType.FILE,
+        num_replicas=replicas,
+        duplicate_window=120.0,  # seconds a Msg-Id is remembered: far longer than any append's retries
+        allow_direct=True,
+        discard=api.DiscardPolicy.OLD,
+    )
+
+
+async def _existing_replicas(js: JetStreamContext) -> int | None:
+    try:
+        info = await js.stream_info(STREAM)
+    except nats.js.errors.NotFoundError:
+        return None
+    return int(info.config.num_replicas or 1)
+
+
+async def _ensure_stream(js: JetStreamContext, replicas: int) -> int:
+    """The events stream, created if missing; returns its replica count (what the bucket should use).
+
+    ``replicas`` 0: 3, unless the server is not clustered, or 3 replicas still find no room after
+    FORMING seconds (a cluster of fewer than 3 servers; a cluster just started may still be gathering its
+    servers, hence the wait): then 1.
+    """
+    existing = await _existing_replicas(js)
+    if existing is not None:
+        return existing
+    count = replicas or 3
+    patience = time.monotonic() + FORMING
+    while True:
+        try:
+            await js.add_stream(_stream_config(count))
+            return count
+        except nats.js.errors.APIError as exc:
+            existing = await _existing_replicas(js)
+            if existing is not None:  # made by another node meanwhile
+                return existing
+            if replicas or count == 1:
+                raise StoreError(f"Cannot create the JetStream stream {STREAM}: {exc}.") from exc
+            if exc.err_code == NOT_CLUSTERED or time.monotonic() > patience:
+                count = 1
+            else:
+                await asyncio.sleep(0.5)
+
+
+async def _ensure_bucket(js: JetStreamContext, replicas: int) -> KeyValue:
+    with contextlib.suppress(nats.js.errors.BucketNotFoundError, nats.js.errors.NotFoundError):
+        return await js.key_value(ROOMS_BUCKET)
+    try:
+        return await js.create_key_value(bucket=ROOMS_BUCKET, history=1, replicas=replicas)
+    except nats.js.errors.BadRequestError:  # made by another node meanwhile
+        return await js.key_value(ROOMS_BUCKET)

@@ -1,0 +1,133 @@
+"""Which event log a command uses: the data folder's SQLite file, or a NATS JetStream cluster (--store)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from relay import logs
+from relay.config import Config, ConfigError
+from relay.log.base import EventLog, Record, RoomInfo
+from relay.log.sqlite import SqliteLog
+
+SQLITE = "sqlite"
+T = TypeVar("T")
+
+
+def is_cluster(config: Config) -> bool:
+    return config.store.strip().lower() != SQLITE
+
+
+def check(config: Config) -> None:
+    """Refuse a store setting that cannot work, with one sentence (raises ``ConfigError``)."""
+    if not is_cluster(config):
+        return
+    from relay.log.nats import StoreError, servers
+
+    try:
+        servers(config.store)
+    except StoreError as exc:
+        raise ConfigError(f"--store must be sqlite or nats://HOST:PORT[,...]: {exc}") from exc
+    if config.replicas < 0:
+        raise ConfigError(f"--replicas must be 0 (automatic) or more; got {config.replicas}.")
+
+
+def sqlite_only(config: Config, what: str) -> None:
+    """Commands that work on the data folder's SQLite file refuse a NATS store rather than miss it."""
+    if is_cluster(config):
+        raise ConfigError(
+            f"{what} work on the SQLite store only so far, not on a NATS store"
+            " (tablerelay store copy --from nats://... --to sqlite backs one up)."
+        )
+
+
+def check_serving(config: Config) -> None:
+    """Every node of a cluster must sign tokens and events with the same keys, so both come from the
+    environment (a data folder's own would differ from node to node)."""
+    if not is_cluster(config):
+        return
+    missing = []
+    if not config.secret:
+        missing.append("TABLERELAY_SECRET")
+    if config.signing and not config.signing_key:
+        missing.append("TABLERELAY_SIGNING_KEY")
+    if missing:
+        raise ConfigError(
+            f"In cluster mode every node needs the same {' and '.join(missing)} from the environment; "
+            "set it on every node and start again."
+        )
+
+
+async def open_log(config: Config, *, follow: bool = True) -> EventLog:
+    """The configured log, ready; the caller closes it. ``follow`` False: a one-shot command."""
+    if not is_cluster(config):
+        return SqliteLog(config.db_path, synchronous=config.synchronous)
+    from relay.log.nats import NatsLog, StoreError
+
+    try:
+        return await NatsLog.connect(
+            config.store, creds=config.nats_creds, replicas=config.replicas, follow=follow
+        )
+    except StoreError as exc:
+        raise StoreUnusable(str(exc)) from exc
+
+
+class StoreUnusable(Exception):
+    """The configured store cannot be reached or set up; the message is a sentence for the operator."""
+
+
+def check_secret(config: Config) -> None:
+    """Tokens made for a cluster must verify on every node: the secret comes from the environment."""
+    if is_cluster(config) and not config.secret:
+        raise ConfigError(
+            "With a NATS store, tokens are signed with the nodes' TABLERELAY_SECRET; set it and try again."
+        )
+
+
+def quiet_logs() -> None:
+    """One-shot commands print their results on stdout: the store's log lines go to stderr, errors only."""
+    logs.configure("auto", "error")
+
+
+def run_on(config: Config, work: Callable[[EventLog], Awaitable[T]]) -> T:
+    """Run ``work`` against the configured log from a one-shot command (a fresh event loop)."""
+
+    quiet_logs()
+
+    async def main() -> T:
+        log = await open_log(config, follow=False)
+        try:
+            return await work(log)
+        finally:
+            await log.close()
+
+    return asyncio.run(main())
+
+
+async def rooms_and_counts(log: EventLog) -> tuple[list[RoomInfo], dict[str, int]]:
+    """Every room and its last seq (the ``room list`` of a store)."""
+    rooms = await log.list_rooms()
+    counts = {room.id: await log.last_seq(room.id) for room in rooms}
+    return rooms, counts
+
+
+async def whole_room(log: EventLog, room: str) -> tuple[RoomInfo, list[Record]] | None:
+    """A room and every record it holds, oldest first (None: no such room)."""
+    info = await log.get_room(room)
+    if info is None:
+        return None
+    records: list[Record] = []
+    while True:
+        chunk = await log.read(room, len(records), 5000)
+        records.extend(chunk)
+        if len(chunk) < 5000:
+            return info, records
+
+
+async def room_and_invites(log: EventLog, room: str) -> tuple[RoomInfo, int] | None:
+    """A room and its current invite generation (``token`` signs invites for it); None: no such room."""
+    info = await log.get_room(room)
+    if info is None:
+        return None
+    return info, (await log.state(room)).invites

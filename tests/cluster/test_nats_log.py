@@ -1,0 +1,128 @@
+"""The NATS JetStream event log itself, two instances (two "nodes") on the real 3-server cluster."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats.js.errors
+import pytest
+
+from relay.log.base import Conflict, RoomInfo, RoomLimitReached
+from relay.log.nats import STREAM, WRONG_LAST_SEQUENCE, NatsLog, encode_message, subject
+from tests.cluster.natsd import NatsCluster
+
+
+def record(seq: int, kind: str = "roll") -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "ts": 1_700_000_000_000 + seq,
+        "kind": kind,
+        "epoch": "e",
+        "actor": {"id": "a", "name": "A", "role": "gm"},
+        "visibility": "public",
+    }
+
+
+@pytest.fixture
+async def logs(nats: NatsCluster) -> AsyncIterator[tuple[NatsLog, NatsLog]]:
+    a = await NatsLog.connect(nats.store)
+    b = await NatsLog.connect(nats.store)
+    yield a, b
+    await asyncio.gather(a.close(), b.close())
+
+
+async def new_room(log: NatsLog) -> RoomInfo:
+    return await log.create_room("log test", fear_max=12, hope_max=6, max_rooms=100_000)
+
+
+async def test_appends_chain_and_the_loser_of_a_race_gets_conflict(logs: tuple[NatsLog, NatsLog]) -> None:
+    a, b = logs
+    room = await new_room(a)
+    await a.state(room.id)
+    await b.state(room.id)
+    first = a.append(room.id, [record(1), record(2)], 0)
+    second = a.append(room.id, [record(3)], 2)  # made while the first is in flight: chained behind it
+    assert (await first, await second) == (2, 3)
+    with pytest.raises(Conflict) as lost:
+        await b.append(room.id, [record(1)], 0)
+    assert lost.value.actual == 3, "the conflict names the room's real last seq"
+    # Appends made before the failure's callbacks have run are refused too (they may be built on the failed
+    # one); the server appends again only from those callbacks or later.
+    with pytest.raises(Conflict):
+        await b.append(room.id, [record(4)], 3)
+    await asyncio.sleep(0)
+    assert await b.append(room.id, [record(4)], 3) == 4
+    assert [r["seq"] for r in await a.read(room.id, 0, 100)] == [1, 2, 3, 4]
+    assert [r["seq"] for r in await a.read(room.id, 2, 1)] == [3], "a read starting inside a message"
+    assert (await b.state(room.id)).seq == 4
+    assert await a.last_seq(room.id) == 4
+
+
+async def test_each_node_is_given_the_others_events_once_in_order_and_never_its_own(
+    logs: tuple[NatsLog, NatsLog],
+) -> None:
+    a, b = logs
+    room = await new_room(a)
+    got: dict[str, list[int]] = {"a": [], "b": []}
+    for name, log in (("a", a), ("b", b)):
+        state = await log.state(room.id)
+        log.follow(room.id, state.seq, lambda records, name=name: got[name].extend(r["seq"] for r in records))
+    # Appends alternate between the nodes (b stores seqs 1, 4, 7, ...); a writer that is behind learns the
+    # room's last seq from the conflict, as the server does.
+    seq = 0
+    for turn in range(20):
+        writer = a if turn % 3 else b
+        while True:
+            try:
+                seq = await writer.append(room.id, [record(seq + 1)], seq)
+                break
+            except Conflict as exc:  # the other node's events have not reached this one's count yet
+                seq = exc.actual
+    await asyncio.sleep(0.5)
+    written_by_b = {t + 1 for t in range(20) if t % 3 == 0}
+    assert got["a"] == sorted(written_by_b), "a is given exactly b's appends, in order"
+    assert got["b"] == sorted(set(range(1, 21)) - written_by_b), "b is given exactly a's appends"
+
+
+async def test_a_publish_retried_with_its_msg_id_is_stored_once_and_recognised(
+    logs: tuple[NatsLog, NatsLog],
+) -> None:
+    """A try whose PubAck was lost (an election) is sent again with the same Msg-Id and expected sequence.
+    JetStream stores it once and answers the retry with the first PubAck, or, when it checks the expected
+    sequence first, with wrong-last-sequence: then the message right after the expected one is ours, which
+    is how the log tells its own stored append from a lost race."""
+    a, _ = logs
+    room = await new_room(a)
+    await a.state(room.id)
+    payload = encode_message([record(1)])
+    msg_id = "retry-test-" + room.id
+    headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": "0"}
+    first = await a.js.publish(subject(room.id), payload, headers=dict(headers))
+    code: int | None = None
+    try:
+        again = await a.js.publish(subject(room.id), payload, headers=dict(headers))
+    except nats.js.errors.APIError as exc:
+        code = exc.err_code
+    else:
+        assert again.duplicate is True
+        assert again.seq == first.seq, "the retry is answered with the first PubAck"
+    assert code in (None, WRONG_LAST_SEQUENCE)
+    lane = a._lane(room.id)
+    assert await a._stored_as(lane, msg_id, 0) == first.seq
+    assert await a._stored_as(lane, "someone-else", 0) is None
+    assert [r["seq"] for r in await a.read(room.id, 0, 10)] == [1]
+    info = await a.js.stream_info(STREAM, subjects_filter=subject(room.id))
+    assert info.state.subjects == {subject(room.id): 1}
+
+
+async def test_rooms_are_listed_by_every_node_and_limited(logs: tuple[NatsLog, NatsLog]) -> None:
+    a, b = logs
+    room = await new_room(a)
+    assert await b.get_room(room.id) == room
+    assert room.id in {r.id for r in await b.list_rooms()}
+    assert await b.get_room("no-such-room") is None
+    assert await b.get_room("not a subject token!") is None
+    with pytest.raises(RoomLimitReached):
+        await b.create_room("one too many", fear_max=12, hope_max=6, max_rooms=1)

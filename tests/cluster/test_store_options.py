@@ -1,0 +1,96 @@
+"""Reaching the NATS store as NATS conventions say: a password in the address, one server without a cluster,
+and a store that cannot be used refused with one sentence."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from relay.log.nats import STREAM, NatsLog, StoreError
+from tests.cluster.conftest import signing_key_pem
+from tests.cluster.natsd import NatsServer, free_port
+from tests.console import tablerelay_bin
+from tests.e2e.conftest import server_env
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[NatsServer]:
+    """One JetStream server (no cluster) that wants a user and password."""
+    server = NatsServer(
+        "solo", tmp_path, free_port(), 0, [], extra='authorization { user: "gm", password: "s3cret" }\n'
+    )
+    server.start()
+    end = time.monotonic() + 20
+    while not server.ready():
+        assert server.running, server.log.read_text()
+        assert time.monotonic() < end, server.log.read_text()
+        time.sleep(0.05)
+    yield server
+    server.stop()
+
+
+async def test_a_password_in_the_address_and_one_replica_on_one_server(guarded: NatsServer) -> None:
+    store = f"nats://gm:s3cret@127.0.0.1:{guarded.port}"
+    log = await NatsLog.connect(store)
+    try:
+        assert log.replicas == 1, "one server holds one replica"
+        info = await log.js.stream_info(STREAM)
+        assert info.config.num_replicas == 1
+        room = await log.create_room("solo", fear_max=12, hope_max=6, max_rooms=10)
+        assert (await log.state(room.id)).seq == 0
+    finally:
+        await log.close()
+    with pytest.raises(StoreError) as refused:
+        await NatsLog.connect(f"nats://gm:wrong@127.0.0.1:{guarded.port}")
+    message = str(refused.value)
+    assert "wrong" not in message, "a password never appears in a message"
+    assert message.startswith("Cannot reach the NATS servers"), message
+    assert message.endswith("."), message
+
+
+def test_serve_refuses_a_store_it_cannot_use_with_one_sentence(tmp_path: Path) -> None:
+    env = server_env("s" * 32, {"TABLERELAY_SIGNING_KEY": signing_key_pem()})
+    for store, words in (
+        ("redis://127.0.0.1:6379", "nats://"),
+        (f"nats://127.0.0.1:{free_port()}", "Cannot reach the NATS servers"),
+    ):
+        done = subprocess.run(
+            [tablerelay_bin(), "serve", "--port", "0", "--data", str(tmp_path), "--store", store],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode in (1, 2), done.stderr
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, done.stderr
+        assert words in lines[0], lines[0]
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["room", "delete", "abc", "--yes"],
+        ["room", "archive", "abc"],
+        ["backup", "/tmp/no-such-backup.sqlite3"],
+    ],
+)
+def test_commands_of_the_sqlite_store_only_refuse_a_nats_store(tmp_path: Path, args: list[str]) -> None:
+    env = server_env("s" * 32, {"TABLERELAY_STORE": f"nats://127.0.0.1:{free_port()}"})
+    done = subprocess.run(
+        [tablerelay_bin(), *args, "--data", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode in (1, 2), done.stdout + done.stderr
+    assert "SQLite store only" in done.stderr, done.stderr
+    assert not (tmp_path / "tablerelay.sqlite3").exists(), "nothing was done to a local file instead"
