@@ -71,7 +71,9 @@ class ServerProcess:
             if record.get("event") == "listening" and self._listening and not self._listening.done():
                 self._listening.set_result(int(record["port"]))
             if record.get("event") == "memory_trimmed":
-                self.trims.append({"ms": record.get("ms"), "blocks": record.get("blocks")})
+                self.trims.append(
+                    {k: record.get(k) for k in ("ms", "blocks", "full_collections", "timestamp")}
+                )
             if record.get("event") == "memory_sites":
                 self.sites.append(record)
             level = record.get("level")

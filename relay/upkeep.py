@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -147,7 +148,12 @@ class Upkeep:
                     trimmed = now
                     trim()
                     took = time.monotonic() - now
-                    logger.info("memory_trimmed", ms=round(took * 1000, 2), blocks=sys.getallocatedblocks())
+                    logger.info(
+                        "memory_trimmed",
+                        ms=round(took * 1000, 2),
+                        blocks=sys.getallocatedblocks(),
+                        full_collections=gc.get_stats()[2]["collections"],  # cycles freed only then
+                    )
                 if tracing is not None and now - traced >= TRIM_EVERY:
                     traced = now
                     logger.info("memory_sites", **tracing.report())
