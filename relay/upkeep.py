@@ -2,8 +2,9 @@
 
 - **Hidden rolls' blobs**: a hidden roll's blob and nonce (what its reveal publishes) are in its stored
   record. Once the roll is older than the room's recent window (``Limits.history`` seqs) they are dropped
-  from memory; a late reveal reads them back from the log first (``reveal_later``). A room then keeps a
-  few dozen bytes per unrevealed hidden roll rather than the whole sealed body.
+  from memory; a late reveal reads them back from the log first (``reveal_later``). The two folds'
+  entries for such a roll then point at one entry shared by every old unrevealed roll of the same roller
+  and visibility (``settled``), so a room keeps a seq and two dict slots per old hidden roll.
 - **Idle rooms**: a room with no socket, no append in flight and nothing waiting to be broadcast for
   ``Limits.room_idle`` seconds is unloaded; the next hello for it loads it from the log again.
 - **Freed memory back to the system**: once a minute, on glibc, ``malloc_trim(0)`` hands the pages that
