@@ -25,6 +25,7 @@ class ServerProcess:
         self.errors = 0
         self.warnings = 0
         self.trims: list[dict[str, Any]] = []  # the server's memory_trimmed lines (relay.upkeep)
+        self.sites: list[dict[str, Any]] = []  # its memory_sites lines, with TABLERELAY_TRACEMALLOC set
         self._listening: asyncio.Future[int] | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -37,6 +38,8 @@ class ServerProcess:
         # Only loopback: the soak's traffic never leaves this machine.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
         env["TABLERELAY_MAX_PER_IP"] = "100000"  # every client comes from 127.0.0.1
+        if os.environ.get("TABLERELAY_TRACEMALLOC"):  # allocation sites once a minute (relay.memtrace)
+            env["TABLERELAY_TRACEMALLOC"] = os.environ["TABLERELAY_TRACEMALLOC"]
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", "0",
             "--data", str(self.data), "--log-format", "json", "--log-level", "info",
@@ -68,7 +71,11 @@ class ServerProcess:
             if record.get("event") == "listening" and self._listening and not self._listening.done():
                 self._listening.set_result(int(record["port"]))
             if record.get("event") == "memory_trimmed":
-                self.trims.append({"ms": record.get("ms"), "blocks": record.get("blocks")})
+                self.trims.append(
+                    {k: record.get(k) for k in ("ms", "blocks", "full_collections", "timestamp")}
+                )
+            if record.get("event") == "memory_sites":
+                self.sites.append(record)
             level = record.get("level")
             if level in ("error", "critical"):
                 self._error(line)

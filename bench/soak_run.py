@@ -341,6 +341,7 @@ def _results(
         "error_samples": tally.samples,
         "server_error_lines": server.error_lines if server is not None else [],
         "trims": server.trims if server is not None else [],
+        "memory_sites": server.sites if server is not None else [],
         "lag_p99_ms_max_after_warmup": max(under_load) if under_load else None,
         "checks": checks,
         "ok": all(c["ok"] is not False for c in checks.values()),

@@ -57,10 +57,15 @@ class Member:
 class Sealed:
     """A roll outside ``public``: who rolled it, and what its reveal will publish.
 
-    Slotted and small: a room keeps one per hidden roll for as long as it is loaded. ``blob`` and
-    ``nonce`` are also in the roll's stored record, so ``relay.upkeep`` drops them (``b""``) once the
-    roll is older than the room's recent window and reads them back from the log for a late reveal; the
-    commitment is only ever read from the record.
+    Slotted and small: a room keeps an entry per hidden roll for as long as it is loaded. ``blob`` and
+    ``nonce`` are also in the roll's stored record, so ``relay.upkeep`` drops them once the roll is older
+    than the room's recent window and reads them back from the log for a late reveal; the commitment is
+    only ever read from the record.
+
+    Never changed once made: a change (a reveal, a merge, a blob dropped or read back) puts a new entry
+    in the map. So one entry can stand for many rolls: ``relay.upkeep`` has every old unrevealed roll of
+    the same roller and visibility share one ``settled`` entry, in both of a room's states, which leaves
+    a dict slot per hidden roll rather than an object per roll and per state (docs/hardening.md).
     """
 
     roller: str
@@ -123,10 +128,9 @@ class RoomState:
             target = self.sealed.get(record["of"])
             if target is None:
                 raise FoldError(f"reveal at {seq} names {record['of']}, which is not a sealed roll")
-            target.revealed = seq
-            self.reveals += 1
             # Published now; the roll's own record still holds everything a history needs.
-            target.blob = target.nonce = b""
+            self.sealed[record["of"]] = Sealed(target.roller, target.visibility, b"", b"", seq)
+            self.reveals += 1
         elif kind == "resource":
             if record["name"] == "fear":
                 self.fear = record["value"]
@@ -165,9 +169,9 @@ class RoomState:
             for source, target in self.aliases.items():  # a chain a→b, b→c points a at c
                 if target == gone:
                     self.aliases[source] = into
-            for sealed in self.sealed.values():  # the roller of a gm/self roll may still reveal it
+            for at, sealed in self.sealed.items():  # the roller of a gm/self roll may still reveal it
                 if sealed.roller == gone:
-                    sealed.roller = into
+                    self.sealed[at] = dataclasses.replace(sealed, roller=into)
             self._inherit_rolls(gone, into)
             self.managed = True
         elif kind == "kick":
@@ -207,7 +211,7 @@ class RoomState:
             hope=dict(self.hope),
             members=dict(self.members),
             participants=dict(self.participants),
-            sealed={seq: dataclasses.replace(s) for seq, s in self.sealed.items()},
+            sealed=dict(self.sealed),  # entries are never changed, only replaced (Sealed)
             rolls={pid: dict(ids) for pid, ids in self.rolls.items()},
             reveals=self.reveals,
             revoked=set(self.revoked),

@@ -78,6 +78,7 @@ def test_sockets_per_address_are_counted_in_and_out() -> None:
 def test_old_hidden_rolls_lose_their_blobs_and_nothing_else() -> None:
     table = Table(limits=Limits(history=3))
     p1 = table.join("player")
+    table.send(p1, {"t": "roll", "id": "h0", "intent": {"system": "drawsteel.power"}, "visibility": "gm"})
     table.send(p1, {"t": "roll", "id": "h1", "intent": {"system": "drawsteel.power"}, "visibility": "gm"})
     for i in range(5):
         table.send(
@@ -85,14 +86,19 @@ def test_old_hidden_rolls_lose_their_blobs_and_nothing_else() -> None:
         )
     table.send(p1, {"t": "roll", "id": "h2", "intent": {"system": "drawsteel.power"}, "visibility": "self"})
     room = table.room
-    old, new = sorted(room.committed.sealed)
-    cutoff = upkeep.forget_blobs(room, 0)
+    older, old, new = sorted(room.committed.sealed)
+    shared: upkeep.Settled = {}
+    cutoff = upkeep.forget_blobs(room, 0, shared)
     assert cutoff == room.committed.seq - 3
     for state in (room.committed, room.pending):
         assert state.sealed[old].blob == b""
         assert state.sealed[old].nonce == b""
+        assert (state.sealed[old].roller, state.sealed[old].visibility) == (p1.id, "gm")
         assert state.sealed[new].blob != b"", "a roll inside the recent window keeps its blob"
+    # One entry stands for every old unrevealed roll of a roller and visibility, in both states.
+    assert room.committed.sealed[older] is room.committed.sealed[old] is room.pending.sealed[old]
+    assert list(shared) == [(p1.id, "gm")]
     assert upkeep.blob_dropped(room, old)
     assert not upkeep.blob_dropped(room, new)
-    assert upkeep.forget_blobs(room, cutoff) == cutoff, "nothing more until the window moves"
+    assert upkeep.forget_blobs(room, cutoff, shared) == cutoff, "nothing more until the window moves"
     assert table.refold().seq == room.committed.seq
