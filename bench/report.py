@@ -1305,7 +1305,8 @@ def method_section(results: dict[str, Any]) -> str:
 
 - **Three servers, one harness.** Each measurement starts a fresh server process: tablerelay
   (`tablerelay serve`, SQLite in a fresh data folder, default durability, info logs to a file, on uvloop,
-  its default event loop), a bare `websockets` server on asyncio's own loop, as websockets runs by default
+  its default event loop), a bare `websockets` server on the same loop, so a ratio compares servers and
+  not loops (`bench/peers/loop.py`; `BENCH_PEER_LOOP=asyncio` puts the peers on asyncio's own loop)
   (`bench/peers/bare_ws.py`: answers every message with one `broadcast()` of a
   precomputed frame of the relay's roll-event size, {cal["frame_size"]} bytes, only its 4-byte seq patched
   in: no parsing, storage or dice; the floor of our stack) and python-socketio on aiohttp
