@@ -12,6 +12,7 @@
 - Delete removes the room and its events for good. It asks first (type the room id), refuses without a
   terminal unless given ``--yes``, and refuses while a server serves the data folder (the server holds the
   room in memory and would keep serving it).
+- With ``--store nats://...`` the same commands work on the cluster store (``relay.nats_campaign``).
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from relay import stores
     from relay.commands import _config as load_config
 
-    config = load_config(args)
-    stores.sqlite_only(config, "room import, archive and delete")
-    return config
+    return load_config(args)
+
+
+def _cluster(config: Any) -> bool:
+    from relay import stores
+
+    return stores.is_cluster(config)
 
 
 # -- import ------------------------------------------------------------------------------------------------
@@ -122,6 +126,10 @@ def room_import_command(args: argparse.Namespace) -> int:
         return _fail(f"{args.file} is not a room export: {exc}.", 1)
     except ImportRefused as exc:
         return _fail(f"{args.file} was not imported: {exc}.", 1)
+    if _cluster(config):
+        from relay import nats_campaign
+
+        return nats_campaign.import_room(config, args.file, info, records)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         try:
             import_room_sync(conn, info, records, max_rooms=config.limits.max_rooms)
@@ -159,6 +167,10 @@ def room_archive_command(args: argparse.Namespace) -> int:
         config = _config(args)
     except ConfigError as exc:
         return _fail(str(exc))
+    if _cluster(config):
+        from relay import nats_campaign
+
+        return nats_campaign.archive_room(config, args.room)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         info = get_room_sync(conn, args.room)
         if info is None:
@@ -221,6 +233,10 @@ def room_delete_command(args: argparse.Namespace, ask: Callable[[str], str] = in
         config = _config(args)
     except ConfigError as exc:
         return _fail(str(exc))
+    if _cluster(config):
+        from relay import nats_campaign
+
+        return nats_campaign.delete_room(config, args.room, args.yes, ask)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         info = get_room_sync(conn, args.room)
         if info is None:
@@ -233,26 +249,37 @@ def room_delete_command(args: argparse.Namespace, ask: Callable[[str], str] = in
                 1,
             )
         seq = state_sync(conn, info.id).seq
-        if not args.yes:
-            if not sys.stdin.isatty():
-                return _fail(
-                    "room delete asks for confirmation and there is no terminal to ask on; pass --yes "
-                    "to delete without asking (for scripts)."
-                )
-            print(
-                f"This deletes room {info.name!r} ({info.id}, created {_date(info.created)}) and its {seq} "
-                "events for good. Export it first (tablerelay room export ROOM --stored) to keep a copy."
-            )
-            try:
-                answer = ask(f"Type the room id ({info.id}) to delete it: ")
-            except EOFError:
-                answer = ""
-            if answer.strip() != info.id:
-                print("Nothing was deleted.")
-                return 1
+        refused = confirm_delete(info, seq, args.yes, ask)
+        if refused is not None:
+            return refused
         delete_room_sync(conn, info.id)
     print(f"Deleted room {info.name!r} ({info.id}) and its {seq} events.")
     return 0
+
+
+def confirm_delete(
+    info: RoomInfo, seq: int, yes: bool, ask: Callable[[str], str], note: str = ""
+) -> int | None:
+    """None when the delete may go ahead; else the exit status (the reason is printed)."""
+    if yes:
+        return None
+    if not sys.stdin.isatty():
+        return _fail(
+            "room delete asks for confirmation and there is no terminal to ask on; pass --yes "
+            "to delete without asking (for scripts)."
+        )
+    print(
+        f"This deletes room {info.name!r} ({info.id}, created {_date(info.created)}) and its {seq} "
+        f"events for good.{note} Export it first (tablerelay room export ROOM --stored) to keep a copy."
+    )
+    try:
+        answer = ask(f"Type the room id ({info.id}) to delete it: ")
+    except EOFError:
+        answer = ""
+    if answer.strip() != info.id:
+        print("Nothing was deleted.")
+        return 1
+    return None
 
 
 def _date(ms: int) -> str:

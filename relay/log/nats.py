@@ -48,7 +48,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 from nats.js.kv import KeyValue
 
-from relay.log.base import Conflict, EventLog, Record, RoomInfo, RoomLimitReached
+from relay.log.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
 from relay.log.sqlite import decode_record, encode_record
 from relay.logs import get_logger
 from relay.state import RoomState
@@ -69,6 +69,8 @@ FORMING = 10.0
 PUBLISH_TIMEOUT = 2.0
 APPEND_DEADLINE = 12.0
 READ_BATCH = 500
+#: Records per message of an import (well under NATS's default 1 MB payload limit).
+IMPORT_BATCH = 100
 #: Seconds after a lost race before reading the winner's events, if the stream has not delivered them.
 CATCH_UP_DELAY = 0.5
 #: Seconds to wait for a just-started cluster's JetStream to answer.
@@ -305,6 +307,50 @@ class NatsLog(EventLog):
     async def list_rooms(self) -> list[RoomInfo]:
         infos = [await self.get_room(room) for room in await self._room_ids()]
         return sorted((i for i in infos if i is not None), key=lambda i: (i.created, i.id))
+
+    # -- campaign life cycle (relay.campaign) ---------------------------------------------------------------
+
+    async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
+        """As ``EventLog.import_room``. The events go first, through ordinary conditional appends (the first
+        expects an empty subject, so a room id with events already stored is refused), then the directory
+        entry; should anything fail on the way, the room's subject is purged again (best effort)."""
+        if not _TOKEN.match(info.id):
+            raise ValueError(f"room id {info.id!r} is not one a NATS store can hold")
+        if await self.get_room(info.id) is not None:
+            raise RoomExists(f"A room with id {info.id} already exists here.")
+        if await self._room_count() >= max_rooms:
+            raise RoomLimitReached(f"This store already holds its limit of {max_rooms} rooms.")
+        seq = 0
+        try:
+            for start in range(0, len(records), IMPORT_BATCH):
+                seq = await self.append(info.id, records[start : start + IMPORT_BATCH], seq)
+            await self.kv.create(info.id, json.dumps(info.wire()).encode())
+        except (Conflict, nats.js.errors.KeyWrongLastSequenceError) as exc:
+            if seq:  # ours went in before another writer's directory entry: take ours out again
+                await self._purge_events(info.id)
+            raise RoomExists(f"A room with id {info.id} already exists here.") from exc
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._purge_events(info.id)
+            raise
+        self._infos[info.id] = info
+
+    async def delete_room(self, room: str) -> bool:
+        """As ``EventLog.delete_room``: the directory entry goes first (no node finds the room from then
+        on), then every message on the room's subject. A node already holding the room keeps what it has in
+        memory; relay.campaign only deletes archived rooms from a NATS store, so nothing more is written."""
+        if await self.get_room(room) is None:
+            return False
+        await self.js.purge_stream(f"KV_{ROOMS_BUCKET}", subject=f"$KV.{ROOMS_BUCKET}.{room}")
+        await self._purge_events(room)
+        self._infos.pop(room, None)
+        return True
+
+    async def _purge_events(self, room: str) -> None:
+        await self.js.purge_stream(STREAM, subject=subject(room))
+        lane = self._lanes.get(room)
+        if lane is not None:
+            lane.tail_seq, lane.tail_stream, lane.index, lane.indexed = -1, 0, [], False
 
     # -- appends --------------------------------------------------------------------------------------------
 

@@ -76,8 +76,6 @@ def test_serve_refuses_a_store_it_cannot_use_with_one_sentence(tmp_path: Path) -
 @pytest.mark.parametrize(
     "args",
     [
-        ["room", "delete", "abc", "--yes"],
-        ["room", "archive", "abc"],
         ["backup", "/tmp/no-such-backup.sqlite3"],
     ],
 )
@@ -93,4 +91,23 @@ def test_commands_of_the_sqlite_store_only_refuse_a_nats_store(tmp_path: Path, a
     )
     assert done.returncode in (1, 2), done.stdout + done.stderr
     assert "SQLite store only" in done.stderr, done.stderr
+    assert not (tmp_path / "tablerelay.sqlite3").exists(), "nothing was done to a local file instead"
+
+
+@pytest.mark.parametrize("args", [["room", "delete", "abc", "--yes"], ["room", "archive", "abc"]])
+def test_life_cycle_commands_say_an_unreachable_nats_store_cannot_be_reached(
+    tmp_path: Path, args: list[str]
+) -> None:
+    env = server_env("s" * 32, {"TABLERELAY_STORE": f"nats://127.0.0.1:{free_port()}"})
+    done = subprocess.run(
+        [tablerelay_bin(), *args, "--data", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Cannot reach the NATS servers" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
     assert not (tmp_path / "tablerelay.sqlite3").exists(), "nothing was done to a local file instead"
