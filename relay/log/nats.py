@@ -269,9 +269,8 @@ class NatsLog(EventLog):
             await self.kv.create(info.id, json.dumps(info.wire()).encode())
 
     async def get_room(self, room: str) -> RoomInfo | None:
-        known = self._infos.get(room)
-        if known is not None:
-            return known
+        # Always asked of the bucket (a server asks once per room load): another process may have deleted
+        # the room since this one last saw it (``room delete --store``), and a node must not revive it.
         if not _TOKEN.match(room):
             return None
         try:

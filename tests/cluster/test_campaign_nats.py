@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from relay.log.nats import NatsLog
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin
@@ -101,8 +102,15 @@ async def test_import_archive_and_delete_on_the_nats_store(
     unasked = await arun(env, "room", "delete", room.id, "--data", str(tmp_path / "cli"))
     assert unasked.returncode == 2
     assert "--yes" in unasked.stderr
-    deleted = await arun(env, "room", "delete", room.id, "--yes", "--data", str(tmp_path / "cli"))
-    assert deleted.returncode == 0, deleted.stderr
+    watcher = await NatsLog.connect(nats.store, follow=False)  # a node's log that has seen the room
+    try:
+        assert await watcher.get_room(room.id) is not None
+        deleted = await arun(env, "room", "delete", room.id, "--yes", "--data", str(tmp_path / "cli"))
+        assert deleted.returncode == 0, deleted.stderr
+        assert await watcher.get_room(room.id) is None, "a log that saw the room before finds it no more"
+        assert await watcher.last_seq(room.id) == 0, "the room's subject holds no event"
+    finally:
+        await watcher.close()
     listing = await arun(env, "room", "list", "--json", "--data", str(tmp_path / "cli"))
     assert listing.returncode == 0, listing.stderr
     assert room.id not in [r["id"] for r in json.loads(listing.stdout)]
