@@ -31,8 +31,10 @@ import bisect
 import contextlib
 import itertools
 import json
+import os
 import re
 import secrets
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -180,7 +182,13 @@ class NatsLog(EventLog):
 
     @classmethod
     async def connect(
-        cls, store: str, *, creds: str | None = None, replicas: int = 0, follow: bool = True
+        cls,
+        store: str,
+        *,
+        creds: str | None = None,
+        ca: str | None = None,
+        replicas: int = 0,
+        follow: bool = True,
     ) -> NatsLog:
         """Connect, create the stream and bucket if missing (idempotently), start following the stream.
 
@@ -198,7 +206,11 @@ class NatsLog(EventLog):
             "name": "tablerelay",
         }
         if creds:
+            if not os.path.isfile(creds):
+                raise StoreError(f"The NATS credentials file {creds} does not exist.")
             options["user_credentials"] = creds
+        if ca:
+            options["tls"] = _tls_context(ca)
         closing = asyncio.Event()
         first: list[Exception] = []  # errors of the first connection, told in one sentence if it fails
         options.update(_connection_callbacks(shown(store), closing.is_set, first))
@@ -709,6 +721,14 @@ class NatsLog(EventLog):
 
 
 _CONNECTED = Exception("connected")
+
+
+def _tls_context(ca: str) -> ssl.SSLContext:
+    """Checks the servers' certificates against ``ca`` (a PEM file) instead of the system's CAs."""
+    try:
+        return ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise StoreError(f"The NATS CA file {ca} cannot be read as PEM certificates: {exc}.") from exc
 
 
 def _connection_callbacks(store: str, closing: Callable[[], bool], first: list[Exception]) -> dict[str, Any]:
