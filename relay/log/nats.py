@@ -75,6 +75,8 @@ READ_BATCH = 500
 IMPORT_BATCH = 100
 #: Seconds after a lost race before reading the winner's events, if the stream has not delivered them.
 CATCH_UP_DELAY = 0.5
+#: Seconds the first connection may take, every server tried a few times.
+CONNECT_PATIENCE = 20.0
 #: Seconds to wait for a just-started cluster's JetStream to answer.
 READY_TIMEOUT = 30.0
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -215,7 +217,7 @@ class NatsLog(EventLog):
         first: list[Exception] = []  # errors of the first connection, told in one sentence if it fails
         options.update(_connection_callbacks(shown(store), closing.is_set, first))
         try:
-            nc = await nats.connect(**options)
+            nc = await _first_connection(options, first)
         except (OSError, TimeoutError, nats.errors.Error) as exc:
             cause = first[-1] if first else exc
             reason = str(cause).strip(". ") or type(cause).__name__
@@ -721,6 +723,22 @@ class NatsLog(EventLog):
 
 
 _CONNECTED = Exception("connected")
+
+
+async def _first_connection(options: dict[str, Any], first: list[Exception]) -> NatsClient:
+    """``nats.connect``, given up on a certificate the CA does not vouch for (not something a retry
+    mends) or after CONNECT_PATIENCE seconds: nats-py retries a failed TLS handshake by waiting, for ever,
+    on the broken connection."""
+    connecting = asyncio.ensure_future(nats.connect(**options))
+    deadline = time.monotonic() + CONNECT_PATIENCE
+    while not connecting.done():
+        if any(isinstance(exc, ssl.SSLError) for exc in first) or time.monotonic() > deadline:
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            raise TimeoutError("no connection")
+        await asyncio.wait({connecting}, timeout=0.05)
+    return connecting.result()
 
 
 def _tls_context(ca: str) -> ssl.SSLContext:
