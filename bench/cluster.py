@@ -48,6 +48,7 @@ from bench.harness import (
 )
 from bench.latency import percentile
 from bench.machine import loadavg
+from bench.profile import Sampler
 from relay import auth
 from relay.log.nats import STREAM, NatsLog
 from tests.cluster.natsd import NatsCluster, running_cluster
@@ -181,10 +182,19 @@ async def cluster_clients(
 
 
 async def many_tables(
-    nats: NatsCluster, run_dir: Path, *, rooms: int, per_room: int, rolls: int, window: int, rounds: int
+    nats: NatsCluster,
+    run_dir: Path,
+    *,
+    rooms: int,
+    per_room: int,
+    rolls: int,
+    window: int,
+    rounds: int,
+    profile: Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The single SQLite node and the two-node cluster, both up, taking turns round by round (so the load
-    other work puts on the machine falls on both alike): (single, cluster)."""
+    other work puts on the machine falls on both alike): (single, cluster). ``profile``: py-spy samples
+    the first node in one more cluster round (not counted), summarised into ``cluster["profile"]``."""
     single = await servers.start("relay", run_dir, None, f"cluster-single-{rooms}x{per_room}")
     relays = ClusterRelays(nats, run_dir)
     groups: list[Clients] = []
@@ -212,14 +222,19 @@ async def many_tables(
             run["cpu_us_per_roll_nodes"] = 1e6 * (after["nodes"] - before["nodes"]) / rolls
             run["cpu_us_per_roll_nats"] = 1e6 * (after["nats"] - before["nats"]) / rolls
             cluster_runs.append(run)
+        if profile is not None:
+            picks = tables.order(rooms, rolls, tables.SEED + 99)
+            async with Sampler(relays.pids[0], profile) as sampler:
+                await tables.run_once(relays.pids[0], c_driver, c_receivers, picks, per_room, window)
+            sampled = sampler.result
     finally:
         await close_all(groups)
         await relays.stop()
         await single.stop()
-    return (
-        summarize("single", single_runs, rooms, per_room, rolls, window),
-        summarize("cluster", cluster_runs, rooms, per_room, rolls, window),
-    )
+    cluster = summarize("cluster", cluster_runs, rooms, per_room, rolls, window)
+    if profile is not None:
+        cluster["profile"] = sampled
+    return summarize("single", single_runs, rooms, per_room, rolls, window), cluster
 
 
 def summarize(
@@ -453,10 +468,42 @@ def section(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+async def trial(rooms: int, rolls: int, rounds: int, window: int, profile: Path | None) -> dict[str, Any]:
+    """Many tables only, at a size of one's choosing, for trying a change: nothing recorded is rewritten."""
+    run_dir = Path(tempfile.mkdtemp(prefix="tablerelay-bench-cluster-trial-"))
+    load_start = loadavg()
+    with running_cluster(run_dir / "nats-tables") as nats:
+        single, cluster = await many_tables(
+            nats,
+            run_dir,
+            rooms=rooms,
+            per_room=6,
+            rolls=rolls,
+            window=window,
+            rounds=rounds,
+            profile=profile,
+        )
+    return {"load_start": load_start, "load_end": loadavg(), "single": single, "cluster": cluster}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--trial",
+        nargs=3,
+        type=int,
+        metavar=("ROOMS", "ROLLS", "ROUNDS"),
+        help="many tables only, printed as JSON; bench/cluster.md and the results are left as they are",
+    )
+    parser.add_argument("--window", type=int, default=32, help="rolls in flight (with --trial)")
+    parser.add_argument("--profile", type=Path, help="with --trial: py-spy samples of node 1 go here")
     args = parser.parse_args(argv)
+    if args.trial:
+        rooms, rolls, rounds = args.trial
+        out = asyncio.run(trial(rooms, rolls, rounds, args.window, args.profile))
+        print(json.dumps(out, indent=2))
+        return
     results = asyncio.run(run(args.quick))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     slim = {**results, "failover": {k: v for k, v in results["failover"].items() if k != "ack_times"}}

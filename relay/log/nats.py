@@ -219,7 +219,7 @@ class NatsLog(EventLog):
         try:
             nc = await _first_connection(options, first)
         except (OSError, TimeoutError, nats.errors.Error) as exc:
-            cause = first[-1] if first else exc
+            cause = _telling(first) or exc
             reason = str(cause).strip(". ") or type(cause).__name__
             raise StoreError(f"Cannot reach the NATS servers at {shown(store)}: {reason}.") from exc
         first.append(_CONNECTED)
@@ -723,6 +723,17 @@ class NatsLog(EventLog):
 
 
 _CONNECTED = Exception("connected")
+
+
+def _telling(errors: list[Exception]) -> Exception | None:
+    """The error of a failed first connection that says most: a refused login or certificate rather than
+    the reset connection the server follows it with."""
+    for error in errors:
+        if isinstance(error, (nats.errors.AuthorizationError, ssl.SSLError)):
+            return error
+        if "authoriz" in str(error).lower():
+            return error
+    return errors[-1] if errors else None
 
 
 async def _first_connection(options: dict[str, Any], first: list[Exception]) -> NatsClient:
