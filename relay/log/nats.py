@@ -129,6 +129,16 @@ class _Append:
         return self.expected + len(self.records)
 
 
+@dataclass(eq=False, slots=True)
+class _Own:
+    """A publish of this node in flight: its room seqs and, once the stream has delivered it back, its
+    bytes (decoded only if the publish is given up: otherwise the records are already known here)."""
+
+    first: int
+    last: int
+    data: bytes | None = None
+
+
 @dataclass(eq=False)
 class _Lane:
     """What this node knows of one room's subject."""
@@ -146,7 +156,7 @@ class _Lane:
     deliver: Deliver | None = None  # set by follow()
     delivered: int = 0  # the last seq the server has been given
     held: dict[int, list[Record]] = field(default_factory=dict)  # remote messages by first seq
-    own: dict[str, list[Record] | None] = field(default_factory=dict)  # in-flight Msg-Ids (-> seen records)
+    own: dict[str, _Own] = field(default_factory=dict)  # this node's publishes in flight, by Msg-Id
     # (first room seq, stream seq) of each message, when known from seq 1 on: where a read starts.
     index: list[tuple[int, int]] = field(default_factory=list)
     indexed: bool = False
@@ -429,7 +439,7 @@ class NatsLog(EventLog):
             "Nats-Expected-Last-Subject-Sequence": str(lane.tail_stream),
         }
         payload = encode_message(records)
-        lane.own[msg_id] = None
+        lane.own[msg_id] = _Own(first, last)
         deadline = time.monotonic() + APPEND_DEADLINE
         error: BaseException | None = None
         after = lane.tail_stream
@@ -455,7 +465,12 @@ class NatsLog(EventLog):
             else:
                 break
             if time.monotonic() > deadline or self._closed:
-                seen = lane.own.pop(msg_id, None)
+                given_up = lane.own.pop(msg_id, None)
+                seen = (
+                    decode_message(given_up.data)
+                    if given_up is not None and given_up.data is not None
+                    else None
+                )
                 logger.warning("append_gave_up", room=lane.room, first=first, error=type(error).__name__)
                 lane.tail_seq = -1  # it may have been stored after all: read the tail before the next one
                 self._fail(lane, batch, error)
@@ -527,17 +542,19 @@ class NatsLog(EventLog):
         lane = self._by_subject.get(msg.subject)
         if lane is None:
             return
+        stream_seq = msg.metadata.sequence.stream
+        headers = msg.headers
+        mine = lane.own.get(headers.get("Nats-Msg-Id", "")) if headers and lane.own else None
+        if mine is not None:  # this node's append, still waiting for its PubAck: nothing to decode
+            lane.note(mine.first, mine.last, stream_seq)
+            mine.data = msg.data
+            return
         try:
             records = decode_message(msg.data)
         except Exception:
             logger.exception("undecodable_message", subject=msg.subject)
             return
-        stream_seq = msg.metadata.sequence.stream
         lane.note(records[0]["seq"], records[-1]["seq"], stream_seq)
-        msg_id = (msg.headers or {}).get("Nats-Msg-Id", "")
-        if msg_id in lane.own:
-            lane.own[msg_id] = records  # this node's append, still waiting for its PubAck
-            return
         if lane.tracking:
             self._remote(lane, records)
 
