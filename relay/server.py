@@ -859,7 +859,11 @@ async def run(
 
         assert isinstance(log, NatsLog)
         relay.presence = Presence(relay, log, config.node)
-        await relay.presence.start()
+        try:
+            await relay.presence.start()
+        except Exception as exc:
+            await log.close()
+            raise stores.StoreUnusable(f"Cannot set up the presence buckets on NATS: {exc}.") from exc
     try:
         async with serve(
             relay.handler,
