@@ -452,7 +452,8 @@ def section(results: dict[str, Any]) -> str:
         lines += [
             "",
             f"CPU per roll in the cluster: {cluster['cpu_us_per_roll_nodes']:,.0f} µs in the two relay nodes "
-            f"together, {cluster['cpu_us_per_roll_nats']:,.0f} µs in the three NATS servers together; the "
+            f"together (their signing processes included), {cluster['cpu_us_per_roll_nats']:,.0f} µs in the "
+            "three NATS servers together; the "
             f"single node spent {single['server_cpu_us_per_roll']:,.0f} µs (its signing process included).",
         ]
     lines += [
