@@ -140,6 +140,8 @@ class Presence:
             if pending is not None:
                 logger.info("presence_rejoined", room=room.id, members=len(pending.records))
                 self.relay._submit(handle, pending)
+            # Published again: a janitor that took this node for dead (a long pause) removed its key.
+            self.changed(handle)
 
     async def _publish(self) -> None:
         while True:
@@ -174,10 +176,8 @@ class Presence:
                 assert self.nodes is not None
                 await self.nodes.put(self.me, b"1")
                 await self._look(loop.time())
-                if self._janitor():
-                    await self._clear_suspects(everyone=True)
-                else:
-                    await self._clear_suspects(everyone=False)
+                if not self.relay.stopping:  # while its sockets close, no rooms are loaded to store leaves
+                    await self._clear_suspects(everyone=self._janitor())
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
