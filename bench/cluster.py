@@ -3,6 +3,9 @@ SQLite in the same run, and the gap in acknowledged rolls when the stream's lead
 
     python -m bench.cluster            # writes bench/results/cluster.json, bench/cluster.md and the plot
     python -m bench.cluster --quick    # smaller, for trying it out
+    python -m bench.cluster --trial 1000 6000 1 [--window 32] [--profile out.txt]
+                                       # many tables only, printed as JSON (nothing recorded is rewritten);
+                                       # --profile adds py-spy samples of node 1 over one more round
 
 Many tables: the shape of bench/tables.py (1,000 rooms of 6 spectator members, rolls to random rooms with a
 fixed window in flight, p99 from a roll's intent to the last member of its room). In the cluster every room
