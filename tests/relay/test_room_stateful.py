@@ -56,6 +56,8 @@ from relay.membership import CloseParticipant, Retitle, SendInvites
 from relay.room import Append, Broadcast, Pending, Refused, Room, Send, Session
 from relay.state import RoomState, fold
 from rules.rng import Dice
+from tests import spec_signing
+from tests.pure_canonical import pure_canonical
 
 FEAR_MAX, HOPE_MAX = 4, 3  # small caps, so short runs reach them
 INFO = RoomInfo(id="room1", name="Stateful", epoch="epoch-1", created=0, fear_max=FEAR_MAX, hope_max=HOPE_MAX)
@@ -418,6 +420,10 @@ class RoomMachine(RuleBasedStateMachine):
         assert signing.verify(event, INFO.id, KEYRING.jwks()), (
             f"event {seq} as {conn.session.id} got it verifies"
         )
+        signed = signing.signed_part(event)
+        data = signing.canonical(signed)
+        assert data == spec_signing.encode(signed), "the spec-only encoder writes the same bytes"
+        assert data == pure_canonical(signed), "and so does the pure encoder the server had before"
         if not conn.seqs:
             assert seq == conn.first_expected, f"the first event is {seq}, not {conn.first_expected}"
         else:
