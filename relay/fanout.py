@@ -288,7 +288,7 @@ class Forms:
             kept.reveals, kept.record = state.reveals, record
             return kept
         body = canonical(signed_part(base))
-        sig = keyring.private.sign(message(body, self.room_id))
+        sig = keyring.sign_bytes(message(body, self.room_id))
         return self._keep(key, _Kept(state.reveals, base, body, sig, record))
 
     def _keep(self, key: tuple[int, str], kept: _Kept) -> _Kept:

