@@ -59,6 +59,8 @@ from rules.rng import Dice
 from tests import spec_signing
 from tests.pure_canonical import pure_canonical
 
+#: Canonical encodings already compared with the reference encoders (pure Python, slow).
+CROSS_CHECKED: set[bytes] = set()
 FEAR_MAX, HOPE_MAX = 4, 3  # small caps, so short runs reach them
 INFO = RoomInfo(id="room1", name="Stateful", epoch="epoch-1", created=0, fear_max=FEAR_MAX, hope_max=HOPE_MAX)
 # Short windows, so welcomes and resumes cross the edge between memory, the log and "not recovered".
@@ -422,8 +424,10 @@ class RoomMachine(RuleBasedStateMachine):
         )
         signed = signing.signed_part(event)
         data = signing.canonical(signed)
-        assert data == spec_signing.encode(signed), "the spec-only encoder writes the same bytes"
-        assert data == pure_canonical(signed), "and so does the pure encoder the server had before"
+        if data not in CROSS_CHECKED:  # each form once: a form reaches many sockets and welcomes
+            assert data == spec_signing.encode(signed), "the spec-only encoder writes the same bytes"
+            assert data == pure_canonical(signed), "and so does the pure encoder the server had before"
+            CROSS_CHECKED.add(data)
         if not conn.seqs:
             assert seq == conn.first_expected, f"the first event is {seq}, not {conn.first_expected}"
         else:
