@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-import msgpack
+import msgspec
 
 from relay import protocol
 from relay.formats import renderings
@@ -189,6 +189,11 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
+# The keys a signature does not cover, appended to a form's canonical bytes as they are (msgspec writes a
+# map's keys in their order, like msgpack; compiled, and without msgpack's per-call packer).
+_encode = msgspec.msgpack.Encoder().encode
+
+
 class _Kept:
     """One (event, form) signed: the rendered form, its canonical encoding (``body``: the signed keys, in
     canonical order), its signature, and the record and reveal count it was made for. The signed frame and
@@ -220,10 +225,14 @@ class _Kept:
         body, self.body = self.body, None
         if body is None:
             body = canonical(signed_part(self.base))
-        extra = [(key, value) for key, value in self.base.items() if key in UNSIGNED]
-        extra += (("kid", kid), ("sig", self.sig))
-        fields = b"".join(msgpack.packb(item, use_bin_type=True) for pair in extra for item in pair)
-        return protocol.framed(protocol.with_fields(body, len(extra), fields))
+        fields = b""
+        count = 2
+        for key, value in self.base.items():
+            if key in UNSIGNED:
+                fields += _encode(key) + _encode(value)
+                count += 1
+        fields += _encode("kid") + _encode(kid) + _encode("sig") + _encode(self.sig)
+        return protocol.framed(protocol.with_fields(body, count, fields))
 
 
 class Forms:
@@ -279,7 +288,7 @@ class Forms:
             kept.reveals, kept.record = state.reveals, record
             return kept
         body = canonical(signed_part(base))
-        sig = keyring.private.sign(message(body, self.room_id))
+        sig = keyring.sign_bytes(message(body, self.room_id))
         return self._keep(key, _Kept(state.reveals, base, body, sig, record))
 
     def _keep(self, key: tuple[int, str], kept: _Kept) -> _Kept:

@@ -1,6 +1,7 @@
 """Ed25519 signing in a process of its own, beside the event loop.
 
-A signature costs about 30 µs, about a quarter of the server's work per roll. A thread does not help:
+A signature costs about 20 µs (libsodium, through PyNaCl; 34 µs with ``cryptography``'s OpenSSL), a
+fifth of the server's work per roll. A thread does not help:
 ``cryptography`` lets go of the GIL only inside each signature, and taking it back from a busy event loop
 stalls both (a forced switch waits up to the 5 ms switch interval). A child process signs on the other
 core instead, and the loop only writes the messages to a pipe and reads the signatures back, once per
@@ -27,7 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay.logs import get_logger
-from relay.signing import message
+from relay.signing import message, signer_of
 
 logger = get_logger("relay.signer")
 COUNT = struct.Struct(">I")
@@ -161,7 +162,7 @@ def _serve() -> None:
     raw = source.read(32)
     if len(raw) != 32:
         return
-    sign = Ed25519PrivateKey.from_private_bytes(raw).sign
+    sign = signer_of(raw)
     del raw
     while True:
         head = source.read(COUNT.size)

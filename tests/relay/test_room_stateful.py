@@ -56,7 +56,11 @@ from relay.membership import CloseParticipant, Retitle, SendInvites
 from relay.room import Append, Broadcast, Pending, Refused, Room, Send, Session
 from relay.state import RoomState, fold
 from rules.rng import Dice
+from tests import spec_signing
+from tests.pure_canonical import pure_canonical
 
+#: Canonical encodings already compared with the reference encoders (pure Python, slow).
+CROSS_CHECKED: set[bytes] = set()
 FEAR_MAX, HOPE_MAX = 4, 3  # small caps, so short runs reach them
 INFO = RoomInfo(id="room1", name="Stateful", epoch="epoch-1", created=0, fear_max=FEAR_MAX, hope_max=HOPE_MAX)
 # Short windows, so welcomes and resumes cross the edge between memory, the log and "not recovered".
@@ -418,6 +422,12 @@ class RoomMachine(RuleBasedStateMachine):
         assert signing.verify(event, INFO.id, KEYRING.jwks()), (
             f"event {seq} as {conn.session.id} got it verifies"
         )
+        signed = signing.signed_part(event)
+        data = signing.canonical(signed)
+        if data not in CROSS_CHECKED:  # each form once: a form reaches many sockets and welcomes
+            assert data == spec_signing.encode(signed), "the spec-only encoder writes the same bytes"
+            assert data == pure_canonical(signed), "and so does the pure encoder the server had before"
+            CROSS_CHECKED.add(data)
         if not conn.seqs:
             assert seq == conn.first_expected, f"the first event is {seq}, not {conn.first_expected}"
         else:

@@ -13,6 +13,7 @@ import pytest
 from relay import protocol, signing
 from relay.fanout import Forms
 from relay.signer import SignerProcess
+from relay.signing import signer_of
 from relay.state import fold
 from relay.visibility import FULL, SEALED, body_of, seal
 from tests.relay.helpers import KEYRING
@@ -180,3 +181,14 @@ async def test_a_form_without_a_canonical_encoding_is_refused_where_it_is_sent()
         await asyncio.wait_for(good, 5)
     finally:
         await signer.close()
+
+
+def test_libsodium_in_the_process_signs_exactly_as_cryptography_does() -> None:
+    # Ed25519 is deterministic: the signing process's libsodium and the loop's fallback (OpenSSL, through
+    # ``cryptography``) must give the same 64 bytes, or an event's signature would depend on who made it.
+    seed = KEYRING.private.private_bytes_raw()
+    sign = signer_of(seed)
+    for size in (0, 1, 63, 64, 600, 70_000):
+        data = os.urandom(size)
+        assert sign(data) == KEYRING.private.sign(data)
+        assert KEYRING.sign_bytes(data) == KEYRING.private.sign(data), "the loop's own signing, too"
