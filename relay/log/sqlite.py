@@ -203,13 +203,11 @@ def state_sync(conn: sqlite3.Connection, room: str) -> RoomState:
 
 @dataclass(eq=False)
 class AppendItem:
-    """An append for the committer: ``records`` after ``expected``; ``encoded`` holds their stored bytes
-    when made already (the writer process gets them so), else the committer encodes the records."""
+    """An append for the committer: ``records`` after ``expected``."""
 
     room: str
     records: Sequence[Record]
     expected: int
-    encoded: Sequence[bytes] | None = None
 
 
 @dataclass(eq=False)
@@ -350,12 +348,11 @@ class Committer:
                     outcome.error = Conflict(item.room, item.expected, current)
                     continue
                 seq = current
-                for index, record in enumerate(item.records):
+                for record in item.records:
                     seq += 1
                     if record["seq"] != seq:
                         raise ValueError(f"room {item.room}: record seq {record['seq']} should be {seq}")
-                    data = encode_record(record) if item.encoded is None else item.encoded[index]
-                    rows.append((item.room, seq, record["ts"], record["kind"], data))
+                    rows.append((item.room, seq, record["ts"], record["kind"], encode_record(record)))
                 last[item.room] = seq
                 outcome.value = seq
                 written.append(outcome)

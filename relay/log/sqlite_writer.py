@@ -8,12 +8,12 @@ only writes one request per iteration to a pipe and reads the answers back, as w
 
 The pipe protocol, msgpack both ways. The child first answers ``["ready"]`` once its connection is open
 (or ``["failed", sentence]``). Each request is a list of items in the order they were made:
-``[0, room, expected, [[seq, ts, kind], ...], [stored bytes, ...]]`` for an append (the records encoded
-by the parent, once) and ``[1, op, [args...]]`` for the other writes (``relay.log.sqlite.CALLS``). The
-child reads every request waiting in the pipe and commits their appends together (one transaction, as
-the thread does with its queue), then answers each request in order with ``[outcomes, commits]``: an
-outcome per item, ``[0, value]`` or ``[1, error name, [args...]]``, and the ``[appends, stored]`` of
-each transaction made for it.
+``[0, room, expected, [record, ...]]`` for an append (the records as they are; the child encodes each
+for storage exactly as the thread would) and ``[1, op, [args...]]`` for the other writes
+(``relay.log.sqlite.CALLS``). The child reads every request waiting in the pipe and commits their
+appends together (one transaction, as the thread does with its queue), then answers each request in
+order with ``[outcomes, commits]``: an outcome per item, ``[0, value]`` or ``[1, error name,
+[args...]]``, and the ``[appends, stored]`` of each transaction made for it.
 
 Guarantees are the thread's: the committing code is the same (``relay.log.sqlite.Committer``), and a
 future completes only once the child has answered after its COMMIT. If the child ends, every append in
@@ -39,7 +39,7 @@ from typing import Any, cast
 import msgpack
 
 from relay.log.base import Conflict, Record, RoomExists, RoomInfo, RoomLimitReached
-from relay.log.sqlite import AppendItem, CallItem, Committer, Outcome, call_item, connect, encode_record
+from relay.log.sqlite import AppendItem, CallItem, Committer, Outcome, call_item, connect
 from relay.logs import get_logger
 
 logger = get_logger("relay.sqlite_writer")
@@ -202,8 +202,9 @@ class WriterProcess(asyncio.SubprocessProtocol):
     # -- requests ------------------------------------------------------------------------------------------
 
     def append(self, room: str, records: Sequence[Record], expected: int) -> asyncio.Future[int]:
-        heads = [[record["seq"], record["ts"], record["kind"]] for record in records]
-        return self._add([APPEND, room, expected, heads, [encode_record(record) for record in records]])
+        # The records travel as they are, inside the request's one encoding; the child encodes each
+        # for storage (decoding and encoding again gives the same bytes the thread would store).
+        return self._add([APPEND, room, expected, records])
 
     def call(self, op: str, args: list[Any]) -> asyncio.Future[Any]:
         return self._add([CALL, op, args])
@@ -276,9 +277,8 @@ def _fail(futures: list[asyncio.Future[Any]], error: BaseException) -> None:
 
 def _item(raw: list[Any]) -> AppendItem | CallItem:
     if raw[0] == APPEND:
-        _, room, expected, heads, encoded = raw
-        records = [{"seq": seq, "ts": ts, "kind": kind} for seq, ts, kind in heads]
-        return AppendItem(room, records, expected, encoded)
+        _, room, expected, records = raw
+        return AppendItem(room, records, expected)
     _, op, args = raw
     return call_item(op, args)
 
