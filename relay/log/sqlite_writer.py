@@ -172,7 +172,8 @@ class WriterProcess(asyncio.SubprocessProtocol):
             self._end(WriterGone("the SQLite writer process ended"))
 
     def process_exited(self) -> None:
-        self._end(WriterGone("the SQLite writer process ended"))
+        # Not the end of the answers: the exit may be seen before the last bytes of the pipe are read
+        # (the child answers, then exits, when the pipe closes). Its stdout closing is the end.
         if not self._exited.done():
             self._exited.set_result(None)
 
@@ -184,7 +185,9 @@ class WriterProcess(asyncio.SubprocessProtocol):
         was_alive, self.alive = self.alive, False
         if not self._ready.done():
             code = self._transport.get_returncode() if self._transport is not None else None
-            self._ready.set_exception(WriterUnusable(f"The SQLite writer ended (exit status {code})."))
+            status = "" if code is None else f" with exit status {code}"
+            sentence = f"The SQLite writer process ended{status} before it was ready."
+            self._ready.set_exception(WriterUnusable(sentence))
         elif was_alive and (self._waiting or self._futures or not self._closing):
             logger.error(
                 "sqlite_writer_ended",
