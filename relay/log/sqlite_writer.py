@@ -230,6 +230,7 @@ class WriterProcess(asyncio.SubprocessProtocol):
         items, self._items = self._items, []
         futures, self._futures = self._futures, []
         if not self.alive or self._stdin is None or self._stdin.is_closing():
+            self.alive = False  # its stdin is gone before its stdout's end is seen: take nothing more
             _fail(futures, WriterGone("the SQLite writer process has ended; this was not stored"))
             return
         self._waiting.append(futures)

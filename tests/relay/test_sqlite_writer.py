@@ -32,6 +32,7 @@ async def test_a_writer_process_that_dies_fails_every_append_and_acks_none(tmp_p
         with pytest.raises(WriterGone):
             await in_flight
         await child._exited
+        await child._ended  # the end of its answers' pipe
         with pytest.raises(RuntimeError, match="writer process has ended"):
             log.append(room, [ev(2)], 1)
         with pytest.raises(RuntimeError):
