@@ -3,6 +3,9 @@ SQLite in the same run, and the gap in acknowledged rolls when the stream's lead
 
     python -m bench.cluster            # writes bench/results/cluster.json, bench/cluster.md and the plot
     python -m bench.cluster --quick    # smaller, for trying it out
+    python -m bench.cluster --trial 1000 6000 1 [--window 32] [--profile out.txt]
+                                       # many tables only, printed as JSON (nothing recorded is rewritten);
+                                       # --profile adds py-spy samples of node 1 over one more round
 
 Many tables: the shape of bench/tables.py (1,000 rooms of 6 spectator members, rolls to random rooms with a
 fixed window in flight, p99 from a roll's intent to the last member of its room). In the cluster every room
@@ -41,6 +44,7 @@ from bench.harness import (
     VENV_BIN,
     BenchError,
     Clients,
+    children,
     close_all,
     gather_expect,
     start_clients,
@@ -48,6 +52,7 @@ from bench.harness import (
 )
 from bench.latency import percentile
 from bench.machine import loadavg
+from bench.profile import Sampler
 from relay import auth
 from relay.log.nats import STREAM, NatsLog
 from tests.cluster.natsd import NatsCluster, running_cluster
@@ -181,10 +186,19 @@ async def cluster_clients(
 
 
 async def many_tables(
-    nats: NatsCluster, run_dir: Path, *, rooms: int, per_room: int, rolls: int, window: int, rounds: int
+    nats: NatsCluster,
+    run_dir: Path,
+    *,
+    rooms: int,
+    per_room: int,
+    rolls: int,
+    window: int,
+    rounds: int,
+    profile: Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The single SQLite node and the two-node cluster, both up, taking turns round by round (so the load
-    other work puts on the machine falls on both alike): (single, cluster)."""
+    other work puts on the machine falls on both alike): (single, cluster). ``profile``: py-spy samples
+    the first node in one more cluster round (not counted), summarised into ``cluster["profile"]``."""
     single = await servers.start("relay", run_dir, None, f"cluster-single-{rooms}x{per_room}")
     relays = ClusterRelays(nats, run_dir)
     groups: list[Clients] = []
@@ -206,20 +220,27 @@ async def many_tables(
             single_runs.append(
                 await tables.run_once(single.pid, s_driver, s_receivers, picks, per_room, window)
             )
-            before = cpu_of({"nodes": relays.pids, "nats": nats_pids})
+            # Each node with its signing process, as the single node's figure counts its own.
+            node_pids = [p for pid in relays.pids for p in (pid, *children(pid))]
+            before = cpu_of({"nodes": node_pids, "nats": nats_pids})
             run = await tables.run_once(relays.pids[0], c_driver, c_receivers, picks, per_room, window)
-            after = cpu_of({"nodes": relays.pids, "nats": nats_pids})
+            after = cpu_of({"nodes": node_pids, "nats": nats_pids})
             run["cpu_us_per_roll_nodes"] = 1e6 * (after["nodes"] - before["nodes"]) / rolls
             run["cpu_us_per_roll_nats"] = 1e6 * (after["nats"] - before["nats"]) / rolls
             cluster_runs.append(run)
+        if profile is not None:
+            picks = tables.order(rooms, rolls, tables.SEED + 99)
+            async with Sampler(relays.pids[0], profile) as sampler:
+                await tables.run_once(relays.pids[0], c_driver, c_receivers, picks, per_room, window)
+            sampled = sampler.result
     finally:
         await close_all(groups)
         await relays.stop()
         await single.stop()
-    return (
-        summarize("single", single_runs, rooms, per_room, rolls, window),
-        summarize("cluster", cluster_runs, rooms, per_room, rolls, window),
-    )
+    cluster = summarize("cluster", cluster_runs, rooms, per_room, rolls, window)
+    if profile is not None:
+        cluster["profile"] = sampled
+    return summarize("single", single_runs, rooms, per_room, rolls, window), cluster
 
 
 def summarize(
@@ -434,7 +455,8 @@ def section(results: dict[str, Any]) -> str:
         lines += [
             "",
             f"CPU per roll in the cluster: {cluster['cpu_us_per_roll_nodes']:,.0f} µs in the two relay nodes "
-            f"together, {cluster['cpu_us_per_roll_nats']:,.0f} µs in the three NATS servers together; the "
+            f"together (their signing processes included), {cluster['cpu_us_per_roll_nats']:,.0f} µs in the "
+            "three NATS servers together; the "
             f"single node spent {single['server_cpu_us_per_roll']:,.0f} µs (its signing process included).",
         ]
     lines += [
@@ -453,10 +475,42 @@ def section(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+async def trial(rooms: int, rolls: int, rounds: int, window: int, profile: Path | None) -> dict[str, Any]:
+    """Many tables only, at a size of one's choosing, for trying a change: nothing recorded is rewritten."""
+    run_dir = Path(tempfile.mkdtemp(prefix="tablerelay-bench-cluster-trial-"))
+    load_start = loadavg()
+    with running_cluster(run_dir / "nats-tables") as nats:
+        single, cluster = await many_tables(
+            nats,
+            run_dir,
+            rooms=rooms,
+            per_room=6,
+            rolls=rolls,
+            window=window,
+            rounds=rounds,
+            profile=profile,
+        )
+    return {"load_start": load_start, "load_end": loadavg(), "single": single, "cluster": cluster}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--trial",
+        nargs=3,
+        type=int,
+        metavar=("ROOMS", "ROLLS", "ROUNDS"),
+        help="many tables only, printed as JSON; bench/cluster.md and the results are left as they are",
+    )
+    parser.add_argument("--window", type=int, default=32, help="rolls in flight (with --trial)")
+    parser.add_argument("--profile", type=Path, help="with --trial: py-spy samples of node 1 go here")
     args = parser.parse_args(argv)
+    if args.trial:
+        rooms, rolls, rounds = args.trial
+        out = asyncio.run(trial(rooms, rolls, rounds, args.window, args.profile))
+        print(json.dumps(out, indent=2))
+        return
     results = asyncio.run(run(args.quick))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     slim = {**results, "failover": {k: v for k, v in results["failover"].items() if k != "ack_times"}}

@@ -20,6 +20,8 @@ from bench.harness import VENV_BIN
 
 # Where a frame's file lives says which layer it belongs to; first match wins.
 LAYERS = (
+    ("relay/log/nats", "NATS event log (relay/log/nats.py)"),
+    ("nats/", "nats-py (NATS client)"),
     ("relay/log/", "SQLite event log (relay/log)"),
     ("sqlite3", "SQLite event log (relay/log)"),
     ("relay/", "relay (room, fan-out, protocol)"),

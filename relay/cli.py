@@ -32,10 +32,7 @@ def _parser() -> argparse.ArgumentParser:
         "--public-url",
         help="the address people open, e.g. behind a proxy [http://HOST:PORT] (TABLERELAY_PUBLIC_URL)",
     )
-    serve.add_argument(
-        "--store",
-        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
-    )
+    _store_option(serve)
     serve.add_argument(
         "--replicas",
         type=int,
@@ -46,13 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     room_sub = room.add_subparsers(dest="room_command", required=True, metavar="ACTION")
     create = room_sub.add_parser("create", help="create a room and print its tokens")
     create.add_argument("--name", required=True, help="the room's name")
-    create.add_argument("--data", help="data folder [./data]")
-    create.add_argument("--config", help="a TOML config file")
+    _place_options(create)
     create.add_argument("--json", action="store_true", help="print one JSON object")
-    create.add_argument(
-        "--store",
-        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
-    )
+    _store_option(create)
     create.add_argument("--fear-max", type=int, help="the room's Fear limit [12]")
     create.add_argument("--hope-max", type=int, help="each participant's Hope limit [6]")
     create.add_argument(
@@ -60,13 +53,9 @@ def _parser() -> argparse.ArgumentParser:
         help="the server's address for links [the running server's] (TABLERELAY_PUBLIC_URL)",
     )
     listing = room_sub.add_parser("list", help="list rooms")
-    listing.add_argument("--data", help="data folder [./data]")
-    listing.add_argument("--config", help="a TOML config file")
+    _place_options(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.add_argument(
-        "--store",
-        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
-    )
+    _store_option(listing)
 
     export = room_sub.add_parser(
         "export",
@@ -84,11 +73,8 @@ def _parser() -> argparse.ArgumentParser:
         help="every event as stored, hidden rolls and their nonces included (a GM's backup; what "
         "'room import' takes): keep it private",
     )
-    export.add_argument("--data", help="data folder [./data]")
-    export.add_argument("--config", help="a TOML config file")
-    export.add_argument(
-        "--store", help="sqlite (the data folder) or nats://HOST:PORT[,...] [sqlite] (TABLERELAY_STORE)"
-    )
+    _place_options(export)
+    _store_option(export)
 
     importing = room_sub.add_parser(
         "import",
@@ -98,8 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     importing.add_argument("file", help="an export made with 'tablerelay room export ROOM --stored'")
     importing.add_argument("--keys", help="a JWK Set to trust instead of the keys in the file's header")
-    importing.add_argument("--data", help="data folder [./data]")
-    importing.add_argument("--config", help="a TOML config file")
+    _place_options(importing)
     archive = room_sub.add_parser(
         "archive",
         help="make a room read-only: history stays viewable, nothing new is stored",
@@ -107,8 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         "code 'archived') and stores no joins or leaves. Works while a server serves the data folder.",
     )
     archive.add_argument("room", help="room id")
-    archive.add_argument("--data", help="data folder [./data]")
-    archive.add_argument("--config", help="a TOML config file")
+    _place_options(archive)
     delete = room_sub.add_parser(
         "delete",
         help="delete a room and all its events for good (asks first)",
@@ -117,8 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     delete.add_argument("room", help="room id")
     delete.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
-    delete.add_argument("--data", help="data folder [./data]")
-    delete.add_argument("--config", help="a TOML config file")
+    _place_options(delete)
     backup = sub.add_parser(
         "backup",
         help="copy the database consistently, while the server runs",
@@ -126,8 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         "safe while the server serves and writes. DEST is a file, or a folder to put a dated file in.",
     )
     backup.add_argument("dest", help="the backup file (or a folder)")
-    backup.add_argument("--data", help="data folder [./data]")
-    backup.add_argument("--config", help="a TOML config file")
+    _place_options(backup)
     backup.add_argument("--json", action="store_true", help="print one JSON object")
     restore = sub.add_parser(
         "restore",
@@ -137,8 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         "replaced database is kept beside it.",
     )
     restore.add_argument("src", help="a file written by tablerelay backup")
-    restore.add_argument("--data", help="data folder [./data]")
-    restore.add_argument("--config", help="a TOML config file")
+    _place_options(restore)
     restore.add_argument("--json", action="store_true", help="print one JSON object")
 
     key = sub.add_parser("key", help="manage the key that signs events")
@@ -146,8 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     rotate = key_sub.add_parser(
         "rotate", help="make a new signing key current; the old one stays published as retired"
     )
-    rotate.add_argument("--data", help="data folder [./data]")
-    rotate.add_argument("--config", help="a TOML config file")
+    _place_options(rotate)
 
     verify = sub.add_parser(
         "verify",
@@ -166,12 +146,8 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--role", required=True, choices=["gm", "player", "spectator"])
     token.add_argument("--name", help="the participant's display name")
     token.add_argument("--ttl", type=int, help="seconds until the token expires [30 days]")
-    token.add_argument("--data", help="data folder [./data]")
-    token.add_argument("--config", help="a TOML config file")
-    token.add_argument(
-        "--store",
-        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
-    )
+    _place_options(token)
+    _store_option(token)
     token.add_argument(
         "--link", action="store_true", help="print the page link with the token, not the token"
     )
@@ -200,8 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     package.add_argument(
         "--public-url", help="the relay's address written into module.json [the configured public_url]"
     )
-    package.add_argument("--data", help="data folder [./data]")
-    package.add_argument("--config", help="a TOML config file")
+    _place_options(package)
 
     roll = sub.add_parser(
         "roll",
@@ -213,6 +188,19 @@ def _parser() -> argparse.ArgumentParser:
     roll.add_argument("args", nargs="*", metavar="key=value")
     roll.add_argument("--json", action="store_true", help="print the exact result as JSON")
     return parser
+
+
+def _place_options(parser: argparse.ArgumentParser) -> None:
+    """The two options that say where a command's server keeps its things."""
+    parser.add_argument("--data", help="data folder [./data]")
+    parser.add_argument("--config", help="a TOML config file")
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        help="sqlite (the data folder) or nats://HOST:PORT[,nats://...] [sqlite] (TABLERELAY_STORE)",
+    )
 
 
 def _version() -> str:

@@ -68,6 +68,10 @@ class Config:
     # The cluster store's replicas of its stream and bucket; 0: 3 when the cluster can hold them, else 1.
     replicas: int = 0
     nats_creds: str | None = None  # TABLERELAY_NATS_CREDS: a NATS credentials file
+    nats_ca: str | None = None  # TABLERELAY_NATS_CA: the CA file that checks tls:// servers' certificates
+    # TABLERELAY_NODE: this relay node's name in a cluster, unique among running nodes; a node restarted
+    # under the same name clears the presence its previous run left (relay.presence). Unset: a random one.
+    node: str | None = None
     # Browser origins allowed to open a WebSocket, a comma list (relay.admission); unset: every origin.
     origins: str | None = None
     # Reverse proxies whose X-Forwarded-For names the client (IPs or networks, a comma list); unset: none.

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
@@ -56,6 +56,9 @@ from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Ro
 from relay.signer import SignerProcess
 from relay.signing import Keyring, load_keyring
 from relay.state import RoomState
+
+if TYPE_CHECKING:
+    from relay.presence import Presence
 
 logger = get_logger("relay.server")
 MAX_ROOM_ID = 64
@@ -150,6 +153,7 @@ class Relay:
         self.log = log
         # Appends that lost a race to another relay node are tried again (only with the cluster store).
         self.retries = cluster.Retries(self) if log.shared else None
+        self.presence: Presence | None = None  # who is here, for the other nodes (cluster store; ``run``)
         self.secret = secret
         self.metrics = metrics if metrics is not None else Metrics()
         self.resolve = resolve
@@ -283,6 +287,8 @@ class Relay:
         self._execute(handle, handle.room.remote(records))
         for record in records:
             self.metrics.event(record["kind"])
+        if self.presence is not None:
+            self.presence.answer_leaves(handle, records)
         if self.retries is not None:
             self.retries.caught_up(handle)
 
@@ -430,6 +436,8 @@ class Relay:
         leave = handle.room.disconnect(session)
         if leave is not None:
             self._submit(handle, leave)
+        if self.presence is not None and session.id not in handle.room.sockets:
+            self.presence.changed(handle)
 
     async def drain(self) -> None:
         """Wait until every append made so far has been committed (or has failed)."""
@@ -519,6 +527,8 @@ class Relay:
             return None
         conn.admit(session)
         conn.handle = handle
+        if self.presence is not None and room.sockets.get(session.id) == 1:
+            self.presence.changed(handle)
         # Subscribed from here on: every event committed later lands in the outbox.
         handle.subscribers[conn] = session
         handle.sessions[session] = conn
@@ -843,6 +853,17 @@ async def run(
         relay.signer = await SignerProcess.start(keyring.private)
     if isinstance(log, SqliteLog):
         log.on_commit = relay.metrics.batch.observe
+    elif log.shared:  # the cluster store (nats-py imported only then)
+        from relay.log.nats import NatsLog
+        from relay.presence import Presence
+
+        assert isinstance(log, NatsLog)
+        relay.presence = Presence(relay, log, config.node)
+        try:
+            await relay.presence.start()
+        except Exception as exc:
+            await log.close()
+            raise stores.StoreUnusable(f"Cannot set up the presence buckets on NATS: {exc}.") from exc
     try:
         async with serve(
             relay.handler,
@@ -896,6 +917,8 @@ async def run(
     finally:
         if relay.signer is not None:
             await relay.signer.close()
+        if relay.presence is not None:
+            await relay.presence.close()
         public.forget_serving(config.data)
         await log.close()  # the writer commits every append already handed to it first
         logger.info("stopped", clean=clean)

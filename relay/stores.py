@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -14,6 +15,8 @@ from relay.log.sqlite_writer import WriterUnusable
 
 SQLITE = "sqlite"
 SQLITE_WRITERS = ("thread", "process")
+#: A cluster node's name: a key token in the NATS buckets (relay.presence).
+NODE_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 T = TypeVar("T")
 
 
@@ -35,6 +38,10 @@ def check(config: Config) -> None:
         raise ConfigError(f"--store must be sqlite or nats://HOST:PORT[,...]: {exc}") from exc
     if config.replicas < 0:
         raise ConfigError(f"--replicas must be 0 (automatic) or more; got {config.replicas}.")
+    if config.node is not None and not NODE_NAME.fullmatch(config.node):
+        raise ConfigError(
+            f"TABLERELAY_NODE must be 1 to 32 letters, digits, '-' or '_'; got {config.node!r}."
+        )
 
 
 def sqlite_only(config: Config, what: str) -> None:
@@ -76,7 +83,11 @@ async def open_log(config: Config, *, follow: bool = True) -> EventLog:
 
     try:
         return await NatsLog.connect(
-            config.store, creds=config.nats_creds, replicas=config.replicas, follow=follow
+            config.store,
+            creds=config.nats_creds,
+            ca=config.nats_ca,
+            replicas=config.replicas,
+            follow=follow,
         )
     except StoreError as exc:
         raise StoreUnusable(str(exc)) from exc

@@ -31,8 +31,10 @@ import bisect
 import contextlib
 import itertools
 import json
+import os
 import re
 import secrets
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -73,6 +75,8 @@ READ_BATCH = 500
 IMPORT_BATCH = 100
 #: Seconds after a lost race before reading the winner's events, if the stream has not delivered them.
 CATCH_UP_DELAY = 0.5
+#: Seconds the first connection may take, every server tried a few times.
+CONNECT_PATIENCE = 20.0
 #: Seconds to wait for a just-started cluster's JetStream to answer.
 READY_TIMEOUT = 30.0
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -125,6 +129,16 @@ class _Append:
         return self.expected + len(self.records)
 
 
+@dataclass(eq=False, slots=True)
+class _Own:
+    """A publish of this node in flight: its room seqs and, once the stream has delivered it back, its
+    bytes (decoded only if the publish is given up: otherwise the records are already known here)."""
+
+    first: int
+    last: int
+    data: bytes | None = None
+
+
 @dataclass(eq=False)
 class _Lane:
     """What this node knows of one room's subject."""
@@ -142,7 +156,7 @@ class _Lane:
     deliver: Deliver | None = None  # set by follow()
     delivered: int = 0  # the last seq the server has been given
     held: dict[int, list[Record]] = field(default_factory=dict)  # remote messages by first seq
-    own: dict[str, list[Record] | None] = field(default_factory=dict)  # in-flight Msg-Ids (-> seen records)
+    own: dict[str, _Own] = field(default_factory=dict)  # this node's publishes in flight, by Msg-Id
     # (first room seq, stream seq) of each message, when known from seq 1 on: where a read starts.
     index: list[tuple[int, int]] = field(default_factory=list)
     indexed: bool = False
@@ -180,7 +194,13 @@ class NatsLog(EventLog):
 
     @classmethod
     async def connect(
-        cls, store: str, *, creds: str | None = None, replicas: int = 0, follow: bool = True
+        cls,
+        store: str,
+        *,
+        creds: str | None = None,
+        ca: str | None = None,
+        replicas: int = 0,
+        follow: bool = True,
     ) -> NatsLog:
         """Connect, create the stream and bucket if missing (idempotently), start following the stream.
 
@@ -198,14 +218,18 @@ class NatsLog(EventLog):
             "name": "tablerelay",
         }
         if creds:
+            if not os.path.isfile(creds):
+                raise StoreError(f"The NATS credentials file {creds} does not exist.")
             options["user_credentials"] = creds
+        if ca:
+            options["tls"] = _tls_context(ca)
         closing = asyncio.Event()
         first: list[Exception] = []  # errors of the first connection, told in one sentence if it fails
         options.update(_connection_callbacks(shown(store), closing.is_set, first))
         try:
-            nc = await nats.connect(**options)
+            nc = await _first_connection(options, first)
         except (OSError, TimeoutError, nats.errors.Error) as exc:
-            cause = first[-1] if first else exc
+            cause = _telling(first) or exc
             reason = str(cause).strip(". ") or type(cause).__name__
             raise StoreError(f"Cannot reach the NATS servers at {shown(store)}: {reason}.") from exc
         first.append(_CONNECTED)
@@ -415,7 +439,7 @@ class NatsLog(EventLog):
             "Nats-Expected-Last-Subject-Sequence": str(lane.tail_stream),
         }
         payload = encode_message(records)
-        lane.own[msg_id] = None
+        lane.own[msg_id] = _Own(first, last)
         deadline = time.monotonic() + APPEND_DEADLINE
         error: BaseException | None = None
         after = lane.tail_stream
@@ -441,7 +465,12 @@ class NatsLog(EventLog):
             else:
                 break
             if time.monotonic() > deadline or self._closed:
-                seen = lane.own.pop(msg_id, None)
+                given_up = lane.own.pop(msg_id, None)
+                seen = (
+                    decode_message(given_up.data)
+                    if given_up is not None and given_up.data is not None
+                    else None
+                )
                 logger.warning("append_gave_up", room=lane.room, first=first, error=type(error).__name__)
                 lane.tail_seq = -1  # it may have been stored after all: read the tail before the next one
                 self._fail(lane, batch, error)
@@ -513,17 +542,19 @@ class NatsLog(EventLog):
         lane = self._by_subject.get(msg.subject)
         if lane is None:
             return
+        stream_seq = msg.metadata.sequence.stream
+        headers = msg.headers
+        mine = lane.own.get(headers.get("Nats-Msg-Id", "")) if headers and lane.own else None
+        if mine is not None:  # this node's append, still waiting for its PubAck: nothing to decode
+            lane.note(mine.first, mine.last, stream_seq)
+            mine.data = msg.data
+            return
         try:
             records = decode_message(msg.data)
         except Exception:
             logger.exception("undecodable_message", subject=msg.subject)
             return
-        stream_seq = msg.metadata.sequence.stream
         lane.note(records[0]["seq"], records[-1]["seq"], stream_seq)
-        msg_id = (msg.headers or {}).get("Nats-Msg-Id", "")
-        if msg_id in lane.own:
-            lane.own[msg_id] = records  # this node's append, still waiting for its PubAck
-            return
         if lane.tracking:
             self._remote(lane, records)
 
@@ -709,6 +740,41 @@ class NatsLog(EventLog):
 
 
 _CONNECTED = Exception("connected")
+
+
+def _telling(errors: list[Exception]) -> Exception | None:
+    """The error of a failed first connection that says most: a refused login or certificate rather than
+    the reset connection the server follows it with."""
+    for error in errors:
+        if isinstance(error, (nats.errors.AuthorizationError, ssl.SSLError)):
+            return error
+        if "authoriz" in str(error).lower():
+            return error
+    return errors[-1] if errors else None
+
+
+async def _first_connection(options: dict[str, Any], first: list[Exception]) -> NatsClient:
+    """``nats.connect``, given up on a certificate the CA does not vouch for (not something a retry
+    mends) or after CONNECT_PATIENCE seconds: nats-py retries a failed TLS handshake by waiting, for ever,
+    on the broken connection."""
+    connecting = asyncio.ensure_future(nats.connect(**options))
+    deadline = time.monotonic() + CONNECT_PATIENCE
+    while not connecting.done():
+        if any(isinstance(exc, ssl.SSLError) for exc in first) or time.monotonic() > deadline:
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            raise TimeoutError("no connection")
+        await asyncio.wait({connecting}, timeout=0.05)
+    return connecting.result()
+
+
+def _tls_context(ca: str) -> ssl.SSLContext:
+    """Checks the servers' certificates against ``ca`` (a PEM file) instead of the system's CAs."""
+    try:
+        return ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise StoreError(f"The NATS CA file {ca} cannot be read as PEM certificates: {exc}.") from exc
 
 
 def _connection_callbacks(store: str, closing: Callable[[], bool], first: list[Exception]) -> dict[str, Any]:

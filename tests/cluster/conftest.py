@@ -70,7 +70,9 @@ class Nodes:
         self._turn = itertools.cycle(range(count))
 
     def _make(self, index: int) -> Server:
-        return Server(data=self.folder / f"node{index}", env=dict(self.env))
+        # Each node has its name (a restart keeps it, as a container's would) unless the test gives one.
+        env = {"TABLERELAY_NODE": f"{self.folder.name}-{index}", **self.env}
+        return Server(data=self.folder / f"node{index}", env=env)
 
     def start(self) -> Nodes:
         for node in self.nodes:
