@@ -182,13 +182,13 @@ class WriterProcess(asyncio.SubprocessProtocol):
         if self._ended.done():
             return
         self._ended.set_result(None)
-        was_alive, self.alive = self.alive, False
+        self.alive = False
         if not self._ready.done():
             code = self._transport.get_returncode() if self._transport is not None else None
             status = "" if code is None else f" with exit status {code}"
             sentence = f"The SQLite writer process ended{status} before it was ready."
             self._ready.set_exception(WriterUnusable(sentence))
-        elif was_alive and (self._waiting or self._futures or not self._closing):
+        elif self._waiting or self._futures or not self._closing:
             logger.error(
                 "sqlite_writer_ended",
                 error=str(reason),
