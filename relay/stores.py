@@ -11,8 +11,10 @@ from relay import logs
 from relay.config import Config, ConfigError
 from relay.log.base import EventLog, Record, RoomInfo
 from relay.log.sqlite import SqliteLog
+from relay.log.sqlite_writer import WriterUnusable
 
 SQLITE = "sqlite"
+SQLITE_WRITERS = ("thread", "process")
 #: A cluster node's name: a key token in the NATS buckets (relay.presence).
 NODE_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 T = TypeVar("T")
@@ -24,6 +26,8 @@ def is_cluster(config: Config) -> bool:
 
 def check(config: Config) -> None:
     """Refuse a store setting that cannot work, with one sentence (raises ``ConfigError``)."""
+    if config.sqlite_writer not in SQLITE_WRITERS:
+        raise ConfigError(f"sqlite_writer must be thread or process; got {config.sqlite_writer!r}.")
     if not is_cluster(config):
         return
     from relay.log.nats import StoreError, servers
@@ -69,6 +73,11 @@ def check_serving(config: Config) -> None:
 async def open_log(config: Config, *, follow: bool = True) -> EventLog:
     """The configured log, ready; the caller closes it. ``follow`` False: a one-shot command."""
     if not is_cluster(config):
+        if config.sqlite_writer == "process":
+            try:
+                return await SqliteLog.with_process(config.db_path, synchronous=config.synchronous)
+            except WriterUnusable as exc:
+                raise StoreUnusable(str(exc)) from exc
         return SqliteLog(config.db_path, synchronous=config.synchronous)
     from relay.log.nats import NatsLog, StoreError
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import queue
 import secrets
 import sqlite3
@@ -26,12 +27,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgpack
 
 from relay.log.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
 from relay.state import RoomState
+
+if TYPE_CHECKING:
+    from relay.log.sqlite_writer import WriterProcess
 
 T = TypeVar("T")
 
@@ -198,22 +202,23 @@ def state_sync(conn: sqlite3.Connection, room: str) -> RoomState:
 
 
 @dataclass(eq=False)
-class _Append:
+class AppendItem:
+    """An append for the committer: ``records`` after ``expected``."""
+
     room: str
     records: Sequence[Record]
     expected: int
-    future: asyncio.Future[int]
 
 
 @dataclass(eq=False)
-class _Call:
+class CallItem:
+    """Any other write (create, import, delete a room), run alone in its own transaction."""
+
     fn: Callable[[sqlite3.Connection], Any]
-    future: asyncio.Future[Any]
 
 
 @dataclass
-class _Outcome:
-    future: asyncio.Future[Any]
+class Outcome:
     value: Any = None
     error: BaseException | None = None
 
@@ -259,69 +264,42 @@ class _Stats:
     appends: int = 0
     largest_batch: int = 0
 
+    def add(self, batch: int, written: int) -> None:
+        self.transactions += 1
+        self.appends += written
+        self.largest_batch = max(self.largest_batch, batch)
 
-class SqliteLog(EventLog):
-    """The SQLite backend. Create it inside a running event loop; ``close()`` it before the loop ends."""
 
-    def __init__(self, path: Path, *, synchronous: str = "normal") -> None:
-        self.path = path
-        self.synchronous = synchronous
-        self._loop = asyncio.get_running_loop()
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._appends: list[_Append] = []  # made in this loop iteration, not yet handed to the writer
-        self._writer_conn = connect(path, synchronous)
-        self._readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
-        self._local = threading.local()
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tablerelay-sqlite-read")
-        self._last: dict[str, int] = {}  # the writer thread's: each room's last stored seq
-        self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
-        self._closed = False
-        self.stats = _Stats()
-        # Called from the writer thread with each transaction's append count (the server feeds its
-        # batch-size histogram with it; prometheus_client is thread-safe).
-        self.on_commit: Callable[[int], None] | None = None
-        self._writer.start()
+class Committer:
+    """The one writer's side of the file: a batch of appends and calls in, an outcome for each out.
 
-    # -- the writer thread -------------------------------------------------------------------------------
+    Used by the writer thread and by the writer process (``relay.log.sqlite_writer``) alike, so both
+    keep the same guarantees. ``on_commit`` gets each transaction's append count and the number stored.
+    """
 
-    def _run(self) -> None:
-        conn = self._writer_conn
-        try:
-            while True:
-                batch: list[Any] = []
-                stop = _take(self._queue.get(), batch)
-                while not stop and len(batch) < MAX_BATCH:
-                    try:
-                        more = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    stop = _take(more, batch)
-                if batch:
-                    self._deliver(self._process(conn, batch))
-                if stop:
-                    return
-        finally:
-            conn.close()
+    def __init__(self, conn: sqlite3.Connection, on_commit: Callable[[int, int], None]) -> None:
+        self.conn = conn
+        self.on_commit = on_commit
+        self._last: dict[str, int] = {}  # each room's last stored seq
 
-    def _process(self, conn: sqlite3.Connection, batch: list[Any]) -> list[_Outcome]:
-        outcomes: list[_Outcome] = []
-        appends: list[tuple[_Append, _Outcome]] = []
+    def process(self, batch: Sequence[AppendItem | CallItem]) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        appends: list[tuple[AppendItem, Outcome]] = []
         for item in batch:
-            outcome = _Outcome(item.future)
+            outcome = Outcome()
             outcomes.append(outcome)
-            if isinstance(item, _Call):
+            if isinstance(item, CallItem):
                 try:
-                    outcome.value = item.fn(conn)
+                    outcome.value = item.fn(self.conn)
                 except BaseException as exc:
                     outcome.error = exc
             else:
                 appends.append((item, outcome))
         if appends:
-            self._commit(conn, appends)
+            self._commit(appends)
         return outcomes
 
-    def _commit(self, conn: sqlite3.Connection, appends: list[tuple[_Append, _Outcome]]) -> None:
+    def _commit(self, appends: list[tuple[AppendItem, Outcome]]) -> None:
         """Store every append whose expected seq follows its room's last one, in one transaction.
 
         The writer keeps each room's last stored seq (``_last``), so a batch usually needs no query before
@@ -335,18 +313,17 @@ class SqliteLog(EventLog):
         """
         if len(appends) <= INSERT_ROWS and all(item.room in self._last for item, _ in appends):
             try:
-                self._store(conn, appends, self._last, in_transaction=False)
+                self._store(appends, self._last, in_transaction=False)
                 return
             except sqlite3.IntegrityError:
                 self._last.clear()  # someone else wrote: the careful way, with seqs read afresh
                 for _, outcome in appends:
                     outcome.value = outcome.error = None
-        self._store(conn, appends, {}, in_transaction=True)
+        self._store(appends, {}, in_transaction=True)
 
     def _store(
         self,
-        conn: sqlite3.Connection,
-        appends: list[tuple[_Append, _Outcome]],
+        appends: list[tuple[AppendItem, Outcome]],
         known: dict[str, int],
         *,
         in_transaction: bool,
@@ -356,8 +333,9 @@ class SqliteLog(EventLog):
         Outside a transaction the rows must fit one ``INSERT`` (one statement is atomic) and a
         constraint error is raised for the caller to retry; inside one every error settles the batch.
         """
+        conn = self.conn
         rows: list[tuple[str, int, int, str, bytes]] = []
-        written: list[_Outcome] = []
+        written: list[Outcome] = []
         last = dict(known)
         try:
             if in_transaction:
@@ -398,31 +376,125 @@ class SqliteLog(EventLog):
         if len(self._last) > LAST_SEQS_KEPT:
             self._last.clear()  # read again as rooms append
         self._last.update(last)
-        self.stats.transactions += 1
-        self.stats.appends += len(written)
-        self.stats.largest_batch = max(self.stats.largest_batch, len(appends))
-        if self.on_commit is not None:
-            self.on_commit(len(appends))
+        self.on_commit(len(appends), len(written))
 
-    def _deliver(self, outcomes: list[_Outcome]) -> None:
+
+#: The writes other than appends, by name: the writer process gets the name and plain arguments.
+def _create_room(
+    conn: sqlite3.Connection, name: str, fear_max: int, hope_max: int, max_rooms: int
+) -> RoomInfo:
+    return create_room_sync(conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=max_rooms)
+
+
+def _import_room(
+    conn: sqlite3.Connection, info: Sequence[Any], records: Sequence[Record], max_rooms: int
+) -> None:
+    import_room_sync(conn, RoomInfo(*info), records, max_rooms=max_rooms)
+
+
+CALLS: dict[str, Callable[..., Any]] = {
+    "create_room": _create_room,
+    "import_room": _import_room,
+    "delete_room": delete_room_sync,
+}
+
+
+def call_item(op: str, args: Sequence[Any]) -> CallItem:
+    """The write named ``op`` (a key of ``CALLS``) with its arguments after the connection."""
+    fn = CALLS[op]
+    return CallItem(lambda conn: fn(conn, *args))
+
+
+class SqliteLog(EventLog):
+    """The SQLite backend. Create it inside a running event loop; ``close()`` it before the loop ends.
+
+    Writes go to a writer thread, or with ``writer`` (a started ``relay.log.sqlite_writer.WriterProcess``)
+    to a process of its own; reads stay on this process's reader threads either way (WAL).
+    """
+
+    def __init__(
+        self, path: Path, *, synchronous: str = "normal", writer: WriterProcess | None = None
+    ) -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self._loop = asyncio.get_running_loop()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._appends: list[tuple[AppendItem, asyncio.Future[Any]]] = []  # this iteration's, not handed over
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tablerelay-sqlite-read")
+        self._closed = False
+        self.stats = _Stats()
+        # Called with each transaction's append count, from the writer thread or, with the writer
+        # process, on the loop (the server feeds its batch-size histogram; prometheus_client is thread-safe).
+        self.on_commit: Callable[[int], None] | None = None
+        self._process = writer
+        self._writer: threading.Thread | None = None
+        if writer is not None:
+            writer.on_commit = self._committed
+        else:
+            self._committer = Committer(connect(path, synchronous), self._committed)
+            self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
+            self._writer.start()
+
+    @classmethod
+    async def with_process(cls, path: Path, *, synchronous: str = "normal") -> SqliteLog:
+        """A log whose writes are committed by a writer process (``sqlite_writer = "process"``)."""
+        from relay.log.sqlite_writer import WriterProcess
+
+        if synchronous not in SYNCHRONOUS:  # the same error as the thread's, before starting anything
+            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {synchronous!r}")
+        return cls(path, synchronous=synchronous, writer=await WriterProcess.start(path, synchronous))
+
+    def _committed(self, batch: int, written: int) -> None:
+        self.stats.add(batch, written)
+        if self.on_commit is not None:
+            self.on_commit(batch)
+
+    # -- the writer thread -------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        committer = self._committer
+        try:
+            while True:
+                batch: list[tuple[AppendItem | CallItem, asyncio.Future[Any]]] = []
+                stop = _take(self._queue.get(), batch)
+                while not stop and len(batch) < MAX_BATCH:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    stop = _take(more, batch)
+                if batch:
+                    outcomes = committer.process([item for item, _ in batch])
+                    self._deliver([future for _, future in batch], outcomes)
+                if stop:
+                    return
+        finally:
+            committer.conn.close()
+
+    def _deliver(self, futures: list[asyncio.Future[Any]], outcomes: list[Outcome]) -> None:
         def complete() -> None:
-            for outcome in outcomes:
-                if outcome.future.done():
+            for future, outcome in zip(futures, outcomes, strict=True):
+                if future.done():
                     continue
                 if outcome.error is not None:
-                    outcome.future.set_exception(outcome.error)
+                    future.set_exception(outcome.error)
                 else:
-                    outcome.future.set_result(outcome.value)
+                    future.set_result(outcome.value)
 
         with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting any more
             self._loop.call_soon_threadsafe(complete)
 
-    def _submit_write(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+    def _submit_write(self, op: str, *args: Any) -> asyncio.Future[Any]:
         if self._closed:
             raise RuntimeError("the event log is closed")
-        future: asyncio.Future[T] = self._loop.create_future()
+        if self._process is not None:
+            return self._process.call(op, list(args))
+        future: asyncio.Future[Any] = self._loop.create_future()
         self._hand_over()  # after the appends made before it, as if they had been queued one by one
-        self._queue.put(_Call(fn, future))
+        self._queue.put((call_item(op, args), future))
         return future
 
     def _hand_over(self) -> None:
@@ -450,11 +522,8 @@ class SqliteLog(EventLog):
     # -- the interface ---------------------------------------------------------------------------------------
 
     async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo:
-        return await self._submit_write(
-            lambda conn: create_room_sync(
-                conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=max_rooms
-            )
-        )
+        info = await self._submit_write("create_room", name, fear_max, hope_max, max_rooms)
+        return info if isinstance(info, RoomInfo) else RoomInfo(*info)  # the process sends its fields
 
     async def get_room(self, room: str) -> RoomInfo | None:
         return await self._read(lambda conn: get_room_sync(conn, room))
@@ -465,20 +534,22 @@ class SqliteLog(EventLog):
     def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
         if self._closed:
             raise RuntimeError("the event log is closed")
+        if self._process is not None:
+            return self._process.append(room, records, expected_seq)
         future: asyncio.Future[int] = self._loop.create_future()
         # Handed to the writer once per loop iteration rather than one by one: every wake-up of the
         # writer thread is a GIL hand-off that the event loop pays for, and a frame burst read in one
         # iteration becomes one transaction.
         if not self._appends:
             self._loop.call_soon(self._hand_over)
-        self._appends.append(_Append(room, records, expected_seq, future))
+        self._appends.append((AppendItem(room, records, expected_seq), future))
         return future
 
     async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
-        await self._submit_write(lambda conn: import_room_sync(conn, info, records, max_rooms=max_rooms))
+        await self._submit_write("import_room", dataclasses.astuple(info), records, max_rooms)
 
     async def delete_room(self, room: str) -> bool:
-        return await self._submit_write(lambda conn: delete_room_sync(conn, room))
+        return bool(await self._submit_write("delete_room", room))
 
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
         return await self._read(lambda conn: read_sync(conn, room, after_seq, limit))
@@ -490,11 +561,15 @@ class SqliteLog(EventLog):
         if self._closed:
             return
         self._closed = True
-        self._hand_over()
-        self._queue.put(_STOP)
-        await asyncio.to_thread(self._writer.join)
-        # Let the writer's last call_soon_threadsafe run so every future is settled.
-        await asyncio.sleep(0)
+        if self._process is not None:
+            await self._process.close()  # the process commits every append already handed to it first
+        else:
+            assert self._writer is not None
+            self._hand_over()
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._writer.join)
+            # Let the writer's last call_soon_threadsafe run so every future is settled.
+            await asyncio.sleep(0)
         self._pool.shutdown(wait=True)
         with self._readers_lock:
             for conn in self._readers:

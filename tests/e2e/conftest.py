@@ -224,6 +224,9 @@ def server_env(secret: str, extra: dict[str, str] | None = None) -> dict[str, st
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
     env["TABLERELAY_SECRET"] = secret
     env["PYTHONUNBUFFERED"] = "1"
+    # TEST_SQLITE_WRITER=process runs the e2e suite against the SQLite writer process.
+    if os.environ.get("TEST_SQLITE_WRITER"):
+        env["TABLERELAY_SQLITE_WRITER"] = os.environ["TEST_SQLITE_WRITER"]
     env.update(extra or {})
     return env
 

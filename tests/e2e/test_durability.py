@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from websockets.exceptions import ConnectionClosed
 
-from .conftest import Client, Server, fold_resources
+from .conftest import Client, Server, fold_resources, parse_log_line
 
 DUALITY = {"system": "daggerheart.duality", "modifier": 0}
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 PER_CLIENT = 30  # under the default burst of 40 frames, so the rate limit never answers instead of the server
 
 
+@pytest.mark.parametrize("writer", ["thread", "process"])
 async def test_acknowledged_events_survive_sigkill(
-    server_factory: Callable[..., Server], clients: Any
+    server_factory: Callable[..., Server], clients: Any, writer: str
 ) -> None:
-    srv = server_factory()
+    srv = server_factory(TABLERELAY_SQLITE_WRITER=writer)
     room = await srv.acreate_room("Durable")
     gm = await clients.join(srv.url, room.gm, "gm")
     players = [await clients.join(srv.url, room.player, f"p{i}") for i in range(3)]
@@ -89,3 +93,40 @@ async def test_acknowledged_events_survive_sigkill(
     p = await clients.join(srv.url, room.player, "after")
     ack = await p.roll(DUALITY)
     assert ack["seq"] > w["seq"]
+
+
+def _logged(srv: Server, event: str) -> list[dict[str, Any]]:
+    return [r for r in map(parse_log_line, list(srv.log_lines)) if r is not None and r.get("event") == event]
+
+
+async def test_a_dead_writer_process_stops_the_acks_not_the_server(
+    server_factory: Callable[..., Server], clients: Any
+) -> None:
+    # The writer process is gone: every roll after it is answered with an error, never an ack, the
+    # operator is told once, and what was acked before is on disk for the next start.
+    srv = server_factory(TABLERELAY_SQLITE_WRITER="process")
+    room = await srv.acreate_room("Writer dies")
+    player = await clients.join(srv.url, room.player, "p")
+    before = [await player.roll(DUALITY, label=f"before-{i}") for i in range(5)]
+    (started,) = _logged(srv, "sqlite_writer_started")
+    os.kill(int(started["pid"]), signal.SIGKILL)
+    for i in range(3):
+        frame = {"t": "roll", "intent": DUALITY, "visibility": "public", "label": f"after-{i}"}
+        reply = await player.request(frame)
+        assert reply["t"] == "error", reply
+        assert reply["code"] == "internal", reply
+    for _ in range(100):  # the log line comes when the pipe's end is read, maybe after the answers
+        if _logged(srv, "sqlite_writer_ended"):
+            break
+        await asyncio.sleep(0.05)
+    assert len(_logged(srv, "sqlite_writer_ended")) == 1, srv.log_text()
+    reply = await player.request({"t": "ping"})
+    assert reply["t"] == "pong", "the server still answers; it only stores nothing more"
+    srv.stop()
+
+    srv.start()  # the writer thread this time: the file is the same either way
+    resume = {"epoch": player.welcome["epoch"], "seq": 0}
+    reader = await clients.join(srv.url, room.gm, "reader", resume=resume)
+    rolls = [ev for ev in reader.welcome["history"] if ev["kind"] == "roll"]
+    assert [ev["label"] for ev in rolls] == [f"before-{i}" for i in range(5)]
+    assert [ev["seq"] for ev in rolls] == [ack["seq"] for ack in before]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from relay.log.base import Conflict, RoomLimitReached
+from relay.log.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
 from relay.log.sqlite import SqliteLog
 from relay.state import fold
 
@@ -27,8 +27,22 @@ def ev(seq: int, kind: str = "join", who: str = "p1") -> dict[str, Any]:
     }
 
 
+WRITERS = ("thread", "process")
+_writer = {"kind": "thread"}
+
+
+@pytest.fixture(autouse=True, params=WRITERS)
+def writer(request: pytest.FixtureRequest) -> str:
+    """Every test runs with the writer thread and with the writer process (relay.log.sqlite_writer)."""
+    _writer["kind"] = request.param
+    return str(request.param)
+
+
 async def make(tmp_path: Path, **kw: Any) -> SqliteLog:
-    return SqliteLog(tmp_path / "data" / "tablerelay.sqlite3", **kw)
+    path = tmp_path / "data" / "tablerelay.sqlite3"
+    if _writer["kind"] == "process":
+        return await SqliteLog.with_process(path, **kw)
+    return SqliteLog(path, **kw)
 
 
 async def test_rooms_are_created_listed_and_found(tmp_path: Path) -> None:
@@ -196,3 +210,23 @@ async def test_full_synchronous_mode_is_accepted(tmp_path: Path) -> None:
         await log.close()
     with pytest.raises(ValueError):
         await make(tmp_path, synchronous="sometimes")
+
+
+async def test_rooms_are_imported_and_deleted_whole(tmp_path: Path) -> None:
+    log = await make(tmp_path)
+    try:
+        made = await log.create_room("Alpha", fear_max=12, hope_max=6, max_rooms=3)
+        copy = RoomInfo("c0ffee00c0ffee00", "Copy", "e", 5, 9, 4)
+        records = [ev(1), {**ev(2, "leave"), "blob": b"\x00\xff", "ints": {1: "one"}}]
+        await log.import_room(copy, records, max_rooms=3)
+        assert await log.get_room(copy.id) == copy
+        assert await log.read(copy.id, 0, 10) == records, "bytes and integer keys come back as they went"
+        with pytest.raises(RoomExists):
+            await log.import_room(copy, records, max_rooms=3)
+        assert await log.append(copy.id, [ev(3)], 2) == 3
+        assert await log.delete_room(copy.id) is True
+        assert await log.delete_room(copy.id) is False
+        assert await log.get_room(copy.id) is None
+        assert [r.id for r in await log.list_rooms()] == [made.id]
+    finally:
+        await log.close()
