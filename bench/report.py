@@ -1275,14 +1275,15 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"- Acked rolls, signing on ÷ off: {value:.2f}×. Per acked roll (medians of the runs) the event "
             f"loop used {median(True, 'event loop thread'):.0f} µs signed against "
             f"{median(False, 'event loop thread'):.0f} µs unsigned, and the signing process "
-            f"{median(True, 'child processes'):.0f} µs. The loop's extra is the event's canonical encoding "
-            "(the one encoding a form gets), the request to the signing process and its answer; the "
-            "Ed25519 signature itself runs in the signing process beside the loop, but on two cores "
-            "shared with the 100 rollers (and any other work) its CPU comes out of the same two cores, "
-            "and an answer that comes after the commit sends the event in a second write. One signature "
-            "per event and form is the contract (spec/signing.md); a core to spare for the signing "
-            "process, or a compiled canonical encoder on the loop (measured in the table of changes), is "
-            "what would close the gap."
+            f"{median(True, 'child processes'):.0f} µs. The canonical encoding is compiled "
+            "(msgspec, a few µs "
+            "a form) and the signature is libsodium's in the signing process; with a signing process that "
+            "answered at once with zero bytes the loop's extra stayed the same (table of changes), so "
+            "what is left is the round trip's mechanism: the pipe both ways, the loop iterations it costs, "
+            "and the event leaving in a second write when its signature comes after the commit. On two "
+            "cores shared with the 100 rollers the signing process's CPU also comes out of the rollers' "
+            "core. One signature per event and form is the contract (spec/signing.md); a core to spare is "
+            "what would close the gap (signing in a thread and holding acks back were measured and lost)."
         )
     return out
 
