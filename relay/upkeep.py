@@ -6,10 +6,13 @@
   a room that stays loaded for months holds no more per hidden roll than a fresh one.
 - **Idle rooms**: a room with no socket, no append in flight and nothing waiting to be broadcast for
   ``Limits.room_idle`` seconds is unloaded; the next hello for it loads it from the log again.
-- **Freed memory back to the system**: once a minute, on glibc, ``malloc_trim(0)`` hands the pages that
-  freed C-level allocations left empty (frames, encoded records, dict tables over 512 bytes all come from
-  ``malloc``) back to the kernel. Without it the soak saw the resident size creep up long after the
-  Python objects had stopped growing (docs/hardening.md). Its duration is logged (``memory_trimmed``).
+- **Freed memory back to the system**: once a minute a full garbage collection frees reference cycles
+  the young collections never reach (a closed connection's websockets objects are such cycles, and
+  ``relay.server.settle_gc`` makes full collections rare), then, on glibc, ``malloc_trim(0)`` hands the
+  pages that freed C-level allocations left empty (frames, encoded records, dict tables over 512 bytes
+  all come from ``malloc``) back to the kernel. Both durations are logged (``memory_trimmed``: the
+  collection's pause is ``collect_ms``); ``TABLERELAY_FULL_GC=0`` turns the collection off, to measure
+  what it does (docs/hardening.md).
 
 Nothing here runs per roll: a roll's path is unchanged, and the upkeep only ever looks at rooms.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable, Container
@@ -117,6 +121,7 @@ class Upkeep:
         every = min(EVERY, self.relay.limits.room_idle / 3)
         trim = _malloc_trim()
         trimmed = time.monotonic()
+        collect = os.environ.get("TABLERELAY_FULL_GC", "1") != "0"  # "0": off, to measure what it does
         tracing = memtrace.from_env()  # TABLERELAY_TRACEMALLOC: off unless an operator asks
         traced = time.monotonic()
         while True:
@@ -124,21 +129,32 @@ class Upkeep:
             try:
                 now = time.monotonic()
                 self.tick(now)
-                if trim is not None and now - trimmed >= TRIM_EVERY:
+                if now - trimmed >= TRIM_EVERY:
                     trimmed = now
-                    trim()
-                    took = time.monotonic() - now
-                    logger.info(
-                        "memory_trimmed",
-                        ms=round(took * 1000, 2),
-                        blocks=sys.getallocatedblocks(),
-                        full_collections=gc.get_stats()[2]["collections"],  # cycles freed only then
-                    )
+                    self.free_memory(trim, collect)
                 if tracing is not None and now - traced >= TRIM_EVERY:
                     traced = now
                     logger.info("memory_sites", **tracing.report())
             except Exception:
                 logger.exception("upkeep_failed")
+
+    @staticmethod
+    def free_memory(trim: Callable[[], int] | None, collect: bool) -> None:
+        """A full collection (cycles the young collections never reach), then ``malloc_trim``; logged."""
+        start = time.perf_counter()
+        collected = gc.collect() if collect else None
+        trimming = time.perf_counter()
+        if trim is not None:
+            trim()
+        done = time.perf_counter()
+        logger.info(
+            "memory_trimmed",
+            ms=round((done - trimming) * 1000, 2),
+            collect_ms=round((trimming - start) * 1000, 2) if collect else None,
+            collected=collected,
+            blocks=sys.getallocatedblocks(),
+            full_collections=gc.get_stats()[2]["collections"],
+        )
 
     def tick(self, now: float) -> None:
         relay = self.relay
