@@ -139,8 +139,9 @@ class Upkeep:
                 logger.exception("upkeep_failed")
 
     @staticmethod
-    def free_memory(trim: Callable[[], int] | None, collect: bool) -> None:
-        """A full collection (cycles the young collections never reach), then ``malloc_trim``; logged."""
+    def free_memory(trim: Callable[[], int] | None, collect: bool) -> int | None:
+        """A full collection (cycles the young collections never reach), then ``malloc_trim``; logged.
+        Returns what the collection found unreachable (None: not collected)."""
         start = time.perf_counter()
         collected = gc.collect() if collect else None
         trimming = time.perf_counter()
@@ -155,6 +156,7 @@ class Upkeep:
             blocks=sys.getallocatedblocks(),
             full_collections=gc.get_stats()[2]["collections"],
         )
+        return collected
 
     def tick(self, now: float) -> None:
         relay = self.relay

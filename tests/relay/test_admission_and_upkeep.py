@@ -3,7 +3,9 @@ hidden rolls leave memory and come back from the log)."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from websockets.datastructures import Headers
@@ -133,3 +135,18 @@ async def test_old_hidden_rolls_leave_memory_and_come_back_from_the_log(tmp_path
         assert table.send(gm, {"t": "reveal", "id": "v4", "seq": public})[0]["code"] == "not_found"
     finally:
         await log.close()
+
+
+def test_the_minutely_full_collection_frees_cycles_and_trims_after_it() -> None:
+    trimmed: list[int] = []
+    gc.disable()  # so that only the upkeep's collection can free the cycles made here
+    try:
+        for _ in range(100):
+            cycle: list[Any] = []
+            cycle.append(cycle)
+        del cycle
+        assert (upkeep.Upkeep.free_memory(lambda: trimmed.append(gc.get_count()[0]) or 0, True) or 0) >= 100
+        assert trimmed == [0], "malloc_trim runs after the collection, when the freed memory is free"
+        assert upkeep.Upkeep.free_memory(None, False) is None, "TABLERELAY_FULL_GC=0: no collection"
+    finally:
+        gc.enable()
