@@ -26,6 +26,11 @@ from relay.log.base import EventLog
 from relay.room import Room, Session
 from relay.state import RoomState, Sealed
 
+#: Reads of a roll for a late reveal while other reveals keep being stored in its room. Only another
+#: node's reveal of this very roll could make the last read stale; the worst it does then is store a
+#: second reveal of a roll whose values are already public.
+RESTORE_TRIES = 3
+
 
 def in_log(room: Room, session: Session, seq: int) -> bool:
     """True when a reveal of ``seq`` must read the roll from the log first (it may be an old hidden roll
@@ -42,8 +47,8 @@ async def restore(log: EventLog, room: Room, seq: int) -> None:
     """Put hidden roll ``seq``'s entry back into both of the room's states, from its stored record and
     its stored reveal (if any). Nothing happens when ``seq`` is not a hidden roll (the reveal is then
     refused as for any seq) or when memory holds an entry again by the time the log has answered."""
-    while True:
-        reveals = room.committed.reveals  # a reveal stored meanwhile (another node) means reading again
+    for _ in range(RESTORE_TRIES):
+        reveals = room.committed.reveals  # a reveal stored meanwhile (another node's?) means reading again
         records = await log.read(room.id, seq - 1, 1)
         if not records or records[0]["seq"] != seq or not _hidden_roll(records[0]):
             return
