@@ -75,7 +75,15 @@ class ServerProcess:
                 self.trims.append(
                     {
                         k: record.get(k)
-                        for k in ("ms", "collect_ms", "collected", "blocks", "full_collections", "timestamp")
+                        for k in (
+                            "ms",
+                            "collect_ms",
+                            "collect_cpu_ms",
+                            "collected",
+                            "blocks",
+                            "full_collections",
+                            "timestamp",
+                        )
                     }
                 )
             if record.get("event") == "memory_sites":
