@@ -75,6 +75,7 @@ def soak_command(args: argparse.Namespace) -> int:
         print(f"{verdict:>12}  {name}  {json.dumps(detail)}")
     for line in results["error_samples"][:10] + results["server_error_lines"][:5]:
         print(f"       error  {line[:300]}")
+    print(f"     warm-up  {results['warmup_seconds'] / 60:.1f} min: {results['warmup_basis']}")
     print("soak passed" if results["ok"] else "soak FAILED")
     return 0 if results["ok"] else 1
 
@@ -96,7 +97,12 @@ def parser() -> argparse.ArgumentParser:
         "--data", help="with --url: that server's data folder (rooms are made and checked there)"
     )
     soak.add_argument("--pid", type=int, help="with --url: that server's process id, for RSS and descriptors")
-    soak.add_argument("--warmup", type=float, help="minutes not held to the flatness checks [a quarter, ≤ 3]")
+    soak.add_argument(
+        "--warmup",
+        type=float,
+        help="minutes not held to the flatness checks [until every room has filled its history window "
+        "and roll ids their 2 minutes, plus one upkeep pass]",
+    )
     soak.add_argument("--report-every", type=float, default=60.0, help="seconds between printed lines [60]")
     soak.add_argument("--seed", type=int, help="seed of the clients' choices (not of any dice)")
     soak.add_argument("--json", metavar="FILE", help="write the full results as JSON")

@@ -48,6 +48,7 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)
     samples: list[str] = field(default_factory=list)  # the first few error details
     acks: list[tuple[str, int, str, str, str]] = field(default_factory=list)  # room, seq, kind, id, actor
+    room_seq: dict[str, int] = field(default_factory=dict)  # room -> the highest seq a client received
 
     def error(self, reason: str, detail: str) -> None:
         self.errors[reason] += 1
@@ -273,6 +274,8 @@ class Client:
         if seq != self.seq + 1:
             self.tally.error("gap or duplicate", f"{self.name}: event {seq} after {self.seq}")
         self.seq = max(self.seq, seq)
+        if seq > self.tally.room_seq.get(self.room, 0):
+            self.tally.room_seq[self.room] = seq
         self.tally.counts["events received"] += 1
         self._check_hidden(event)
         if event["kind"] == "roll" and event.get("sealed"):

@@ -38,8 +38,9 @@ class ServerProcess:
         # Only loopback: the soak's traffic never leaves this machine.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
         env["TABLERELAY_MAX_PER_IP"] = "100000"  # every client comes from 127.0.0.1
-        if os.environ.get("TABLERELAY_TRACEMALLOC"):  # allocation sites once a minute (relay.memtrace)
-            env["TABLERELAY_TRACEMALLOC"] = os.environ["TABLERELAY_TRACEMALLOC"]
+        for name in ("TABLERELAY_TRACEMALLOC", "TABLERELAY_FULL_GC"):  # relay.memtrace, relay.upkeep
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", "0",
             "--data", str(self.data), "--log-format", "json", "--log-level", "info",
@@ -72,7 +73,18 @@ class ServerProcess:
                 self._listening.set_result(int(record["port"]))
             if record.get("event") == "memory_trimmed":
                 self.trims.append(
-                    {k: record.get(k) for k in ("ms", "blocks", "full_collections", "timestamp")}
+                    {
+                        k: record.get(k)
+                        for k in (
+                            "ms",
+                            "collect_ms",
+                            "collect_cpu_ms",
+                            "collected",
+                            "blocks",
+                            "full_collections",
+                            "timestamp",
+                        )
+                    }
                 )
             if record.get("event") == "memory_sites":
                 self.sites.append(record)

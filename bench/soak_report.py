@@ -103,6 +103,8 @@ def markdown(results: dict[str, Any], image: str | None) -> str:
         "",
         "| figure | value |",
         "| --- | ---: |",
+        f"| warm-up (docs/hardening.md) | {results['warmup_seconds'] / 60:.1f} min: "
+        f"{results.get('warmup_basis', '?')} |",
         f"| server RSS after warm-up → end | {_mib(rss.get('after_warmup'))} → {_mib(rss.get('end'))} "
         f"({change['rss']}) |",
         f"| open descriptors after warm-up → end | {_count(fds.get('after_warmup'))} → "

@@ -31,9 +31,10 @@ from urllib.parse import urlsplit
 
 from bench.soak_client import Client, Tally
 from bench.soak_process import ServerProcess, get_json, open_fds, rss_bytes
-from relay import auth
+from relay import auth, upkeep
 from relay.config import Limits
 from relay.log.sqlite import connect, create_room_sync, decode_record
+from relay.state import ROLL_ID_WINDOW_MS
 
 FLAT = 0.05  # the largest change of RSS or descriptors after warm-up that counts as flat
 STOP_GRACE = 60.0  # seconds past the deadline a client may take to notice it
@@ -47,7 +48,7 @@ class Options:
     url: str | None = None  # a running server; else one is started on loopback with a temporary folder
     data: Path | None = None  # that server's data folder (rooms are created and verified there)
     pid: int | None = None  # that server's process, for RSS and descriptors
-    warmup: float | None = None  # minutes; default a quarter of the run, at most 3
+    warmup: float | None = None  # minutes; default: from what the server bounds (``warmup``)
     report_every: float = 60.0  # seconds between printed lines
     seed: int | None = None
 
@@ -55,12 +56,28 @@ class Options:
     def seconds(self) -> float:
         return self.minutes * 60
 
-    @property
-    def warmup_seconds(self) -> float:
-        # A quarter of the run, at most 3 minutes: a loaded room's bounded memory (its last 100 events and
-        # their signed forms, two minutes of roll ids) fills in its first two or three minutes at the
-        # default load, and the flatness check is about what comes after.
-        return self.warmup * 60 if self.warmup is not None else min(180.0, self.seconds / 4)
+
+def warmup(options: Options, samples: list[Sample], history: int) -> tuple[float, str]:
+    """Seconds not held to the flatness checks, and why.
+
+    Not a guess: what a loaded room holds is bounded by events and by time (docs/hardening.md), and the
+    warm-up ends once every bound is reached. By events: a room's last ``history`` events, their signed
+    forms and its hidden rolls' entries are kept, so those stop growing once every room has stored
+    ``history`` events (the soak watches the highest seq its clients receive per room). By time: roll
+    ids are kept for ``ROLL_ID_WINDOW_MS``. Then one look of the upkeep (``relay.upkeep.EVERY``) drops
+    what fell out of the windows. A run whose rooms never reach ``history`` events (a short one) falls
+    back to a quarter of the run.
+    """
+    if options.warmup is not None:
+        return options.warmup * 60, "set with --warmup"
+    filled = next((s.t for s in samples if s.room_seq_min is not None and s.room_seq_min >= history), None)
+    if filled is None:
+        return min(180.0, options.seconds / 4), f"a quarter of the run: no room reached {history} events"
+    window = ROLL_ID_WINDOW_MS / 1000
+    return max(filled, window) + upkeep.EVERY, (
+        f"every room had stored its last {history} events kept in memory at {filled / 60:.1f} min, "
+        f"roll ids are kept {window / 60:.0f} min; plus one upkeep pass ({upkeep.EVERY:.0f} s)"
+    )
 
 
 @dataclass
@@ -73,6 +90,7 @@ class Sample:
     acks: int
     errors: int  # client-side protocol errors plus server error lines, so far
     load: float  # the machine's 1-minute load average: loop lag includes waiting for a core
+    room_seq_min: int | None = None  # the lowest of the rooms' highest seqs (``warmup``)
 
 
 def _raise_fd_limit() -> None:
@@ -236,7 +254,7 @@ async def _drive(
     last_counts: Counter[str] = Counter()
     while loop.time() < deadline:
         await asyncio.sleep(min(every, max(0.0, deadline - loop.time())))
-        sample = await _sample(loop.time() - begin, host, port, pid, tally, server)
+        sample = await _sample(loop.time() - begin, host, port, pid, tally, server, rooms)
         samples.append(sample)
         if sample.t + 1e-6 >= next_report or loop.time() >= deadline:
             say(_line(sample, tally, last_counts))
@@ -249,12 +267,18 @@ async def _drive(
     for task in done:
         if task.exception() is not None:
             tally.error("client crashed", f"{type(task.exception()).__name__}: {task.exception()}")
-    samples.append(await _sample(loop.time() - begin, host, port, pid, tally, server))
+    samples.append(await _sample(loop.time() - begin, host, port, pid, tally, server, rooms))
     return samples, server.errors if server is not None else 0
 
 
 async def _sample(
-    t: float, host: str, port: int, pid: int | None, tally: Tally, server: ServerProcess | None
+    t: float,
+    host: str,
+    port: int,
+    pid: int | None,
+    tally: Tally,
+    server: ServerProcess | None,
+    rooms: list[tuple[str, str, str, str]],
 ) -> Sample:
     lag = connections = None
     try:
@@ -273,6 +297,7 @@ async def _sample(
         acks=tally.counts["acks"],
         errors=sum(tally.errors.values()) + server_errors,
         load=round(os.getloadavg()[0], 2),
+        room_seq_min=min((tally.room_seq.get(room[0], 0) for room in rooms), default=None),
     )
 
 
@@ -304,7 +329,7 @@ def _results(
     # The last sample under load: those at the deadline and after it see the clients closing their sockets.
     under = [s.t for s in samples if s.t < options.seconds - 0.5]
     end = under[-1] if under else options.seconds
-    warm = options.warmup_seconds
+    warm, warm_basis = warmup(options, samples, Limits().history)
     # Medians over a minute at each end (a quarter of the measured time in a short run), so that a few
     # sockets reconnecting at the moment of one sample do not count as growth.
     step = samples[1].t - samples[0].t if len(samples) > 1 else 5.0
@@ -335,6 +360,7 @@ def _results(
         "started": started_at,
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(options).items()},
         "warmup_seconds": warm,
+        "warmup_basis": warm_basis,
         "samples": [asdict(s) for s in samples],
         "counts": dict(tally.counts),
         "errors": dict(tally.errors),

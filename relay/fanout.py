@@ -505,7 +505,9 @@ def broadcast(
 
 
 def _uniform(record: Mapping[str, Any], state: RoomState) -> bool:
-    return record["kind"] != "roll" or record["visibility"] == "public" or not state.is_hidden(record["seq"])
+    # A hidden roll goes to everyone alike only once an entry says it was revealed: one missing from
+    # memory (relay.old_rolls) is sent per audience, never in full to all.
+    return record["kind"] != "roll" or record["visibility"] == "public" or state.revealed(record["seq"])
 
 
 def _broadcast_run(

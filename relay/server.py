@@ -36,6 +36,7 @@ from relay import (
     cluster,
     fanout,
     foundry,
+    old_rolls,
     protocol,
     public,
     retention,
@@ -175,7 +176,7 @@ class Relay:
         # once the socket is bound (with --port 0 only the socket knows the port).
         self.public_base = public.public_base(config, (config.host, config.port))
         self.lag = LoopLag(observe=self.metrics.loop_lag.observe)
-        self.upkeep = upkeep.Upkeep(self)  # old hidden rolls' blobs out of memory, idle rooms unloaded
+        self.upkeep = upkeep.Upkeep(self)  # old hidden rolls out of memory, idle rooms unloaded
         self.gate = admission.Gate(config)  # origins allowed, sockets per client address
 
     # -- rooms -------------------------------------------------------------------------------------------
@@ -580,7 +581,8 @@ class Relay:
         token = auth.issue(self.secret, room.id, session.role, sub=session.id, name=session.member.name)
         if not recovered and self.limits.presence_days > 0:
             records = retention.shown(records, int(time.time() * 1000), self.limits.presence_days)
-        history = fanout.history(records, session, room.committed, handle.forms)
+        shown = await old_rolls.view(self.log, room.id, records, room.committed)  # hidden rolls out of memory
+        history = fanout.history(records, session, shown, handle.forms)
         welcome = room.welcome(session, token, history, recovered)
         welcome["seq"] = upto
         welcome["state"] = state
@@ -614,8 +616,8 @@ class Relay:
         except protocol.FrameError as exc:
             self._send(conn, protocol.error_frame(exc.code, exc.message, exc.request_id))
             return
-        if type(frame) is protocol.Reveal and upkeep.blob_dropped(handle.room, frame.seq):
-            self.upkeep.reveal_later(handle, conn, frame)  # an old hidden roll: its blob is in the log
+        if type(frame) is protocol.Reveal and old_rolls.in_log(handle.room, conn.session, frame.seq):
+            self.upkeep.reveal_later(handle, conn, frame)  # perhaps an old hidden roll, out of memory
             return
         try:
             actions = handle.room.handle(conn.session, frame)

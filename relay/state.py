@@ -57,15 +57,13 @@ class Member:
 class Sealed:
     """A roll outside ``public``: who rolled it, and what its reveal will publish.
 
-    Slotted and small: a room keeps an entry per hidden roll for as long as it is loaded. ``blob`` and
-    ``nonce`` are also in the roll's stored record, so ``relay.upkeep`` drops them once the roll is older
-    than the room's recent window and reads them back from the log for a late reveal; the commitment is
+    Slotted and small, and only kept for the room's recent hidden rolls: once a roll is older than the
+    recent window, ``relay.upkeep`` removes its entry and raises ``RoomState.floor`` past it; a late
+    reveal or a history reaching it reads it back from the log (``relay.old_rolls``). The commitment is
     only ever read from the record.
 
-    Never changed once made: a change (a reveal, a merge, a blob dropped or read back) puts a new entry
-    in the map. So one entry can stand for many rolls: ``relay.upkeep`` has every old unrevealed roll of
-    the same roller and visibility share one ``settled`` entry, in both of a room's states, which leaves
-    a dict slot per hidden roll rather than an object per roll and per state (docs/hardening.md).
+    Never changed once made: a change (a reveal, a merge, an entry read back) puts a new entry in the
+    map, so a room's two states may share one.
     """
 
     roller: str
@@ -83,6 +81,9 @@ class RoomState:
     members: dict[str, Member] = field(default_factory=dict)  # joined and not yet left
     participants: dict[str, Member] = field(default_factory=dict)  # everyone who ever joined
     sealed: dict[int, Sealed] = field(default_factory=dict)
+    # Hidden rolls at or below this seq may have left ``sealed`` (relay.upkeep): for them an absent entry
+    # means "ask the log" (relay.old_rolls), not "not a hidden roll". 0 in a fold of the log.
+    floor: int = 0
     # participant -> roll id -> (seq, ts), oldest first (see ROLL_ID_WINDOW_MS)
     rolls: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # Reveals applied so far: how an event renders depends on the state only through them
@@ -126,10 +127,12 @@ class RoomState:
                 )
         elif kind == "reveal":
             target = self.sealed.get(record["of"])
-            if target is None:
+            if target is not None:
+                # Published now; the roll's own record still holds everything a history needs.
+                self.sealed[record["of"]] = Sealed(target.roller, target.visibility, b"", b"", seq)
+            elif record["of"] > self.floor:
                 raise FoldError(f"reveal at {seq} names {record['of']}, which is not a sealed roll")
-            # Published now; the roll's own record still holds everything a history needs.
-            self.sealed[record["of"]] = Sealed(target.roller, target.visibility, b"", b"", seq)
+            # else an old roll out of memory (another node revealed it): the log now answers for it
             self.reveals += 1
         elif kind == "resource":
             if record["name"] == "fear":
@@ -212,6 +215,7 @@ class RoomState:
             members=dict(self.members),
             participants=dict(self.participants),
             sealed=dict(self.sealed),  # entries are never changed, only replaced (Sealed)
+            floor=self.floor,
             rolls={pid: dict(ids) for pid, ids in self.rolls.items()},
             reveals=self.reveals,
             revoked=set(self.revoked),
@@ -222,9 +226,15 @@ class RoomState:
         )
 
     def is_hidden(self, seq: int) -> bool:
-        """True while ``seq`` is a sealed roll that has not been revealed."""
+        """True while ``seq`` is a sealed roll that has not been revealed (for a seq at or below
+        ``floor``, as far as memory knows: ``relay.old_rolls`` reads the rest from the log)."""
         sealed = self.sealed.get(seq)
         return sealed is not None and sealed.revealed is None
+
+    def revealed(self, seq: int) -> bool:
+        """True when ``seq`` is a sealed roll known to be revealed."""
+        sealed = self.sealed.get(seq)
+        return sealed is not None and sealed.revealed is not None
 
     def roll_seq(self, participant: str, request: str) -> int | None:
         """The seq of ``participant``'s roll with id ``request``, if it is remembered."""

@@ -1,16 +1,18 @@
 """Upkeep of the loaded rooms, off the hot path: a task that looks at every loaded room every few seconds.
 
-- **Hidden rolls' blobs**: a hidden roll's blob and nonce (what its reveal publishes) are in its stored
-  record. Once the roll is older than the room's recent window (``Limits.history`` seqs) they are dropped
-  from memory; a late reveal reads them back from the log first (``reveal_later``). The two folds'
-  entries for such a roll then point at one entry shared by every old unrevealed roll of the same roller
-  and visibility (``settled``), so a room keeps a seq and two dict slots per old hidden roll.
+- **Old hidden rolls**: a room keeps an entry (``relay.state.Sealed``) only for the hidden rolls of its
+  recent window (``Limits.history`` seqs); older ones are removed and the states' ``floor`` raised past
+  them, and a late reveal or a history reaching them reads them from the log (``relay.old_rolls``). So
+  a room that stays loaded for months holds no more per hidden roll than a fresh one.
 - **Idle rooms**: a room with no socket, no append in flight and nothing waiting to be broadcast for
   ``Limits.room_idle`` seconds is unloaded; the next hello for it loads it from the log again.
-- **Freed memory back to the system**: once a minute, on glibc, ``malloc_trim(0)`` hands the pages that
-  freed C-level allocations left empty (frames, encoded records, dict tables over 512 bytes all come from
-  ``malloc``) back to the kernel. Without it the soak saw the resident size creep up long after the
-  Python objects had stopped growing (docs/hardening.md). Its duration is logged (``memory_trimmed``).
+- **Freed memory back to the system**: once a minute a full garbage collection frees reference cycles
+  the young collections never reach (a closed connection's websockets objects are such cycles, and
+  ``relay.server.settle_gc`` makes full collections rare), then, on glibc, ``malloc_trim(0)`` hands the
+  pages that freed C-level allocations left empty (frames, encoded records, dict tables over 512 bytes
+  all come from ``malloc``) back to the kernel. Both durations are logged (``memory_trimmed``: the
+  collection's pause is ``collect_ms``); ``TABLERELAY_FULL_GC=0`` turns the collection off, to measure
+  what it does (docs/hardening.md).
 
 Nothing here runs per roll: a roll's path is unchanged, and the upkeep only ever looks at rooms.
 """
@@ -20,16 +22,15 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import gc
+import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING
 
-from relay import memtrace, protocol
-from relay.log.base import EventLog
-from relay.logs import get_logger
+from relay import memtrace, old_rolls, protocol
+from relay.logs import debug_enabled, get_logger
 from relay.room import Room
-from relay.state import Sealed
 
 if TYPE_CHECKING:
     from relay.server import Connection, Relay, RoomHandle
@@ -55,63 +56,45 @@ def _malloc_trim() -> Callable[[], int] | None:
     return lambda: int(trim(0))
 
 
-def blob_dropped(room: Room, seq: int) -> bool:
-    """True when ``seq`` is an unrevealed hidden roll whose blob is no longer in memory."""
-    sealed = room.pending.sealed.get(seq)
-    return sealed is not None and sealed.revealed is None and not sealed.blob
+#: Seconds an entry read back from the log for a late reveal stays in memory at least: past the reveal's
+#: commit, a second reveal's log read and a cluster retry (``relay.cluster``: at most about 50 s).
+RESTORED_KEEP = 60.0
 
 
-#: Old unrevealed rolls' shared entries, one per (roller, visibility) (``relay.state.Sealed``).
-Settled = dict[tuple[str, str], Sealed]
+def forget(room: Room, unsent: int | None, keep: Container[int] = ()) -> int:
+    """Remove the hidden rolls older than the room's recent window from both states and raise their
+    ``floor`` to the window's start (``relay.old_rolls`` reads them from the log from then on). Returns
+    the number of entries removed.
 
-
-def settled(shared: Settled, sealed: Sealed) -> Sealed:
-    """The entry every old unrevealed roll of ``sealed``'s roller and visibility shares (no blob)."""
-    key = (sealed.roller, sealed.visibility)
-    entry = shared.get(key)
-    if entry is None:
-        entry = shared[key] = Sealed(sys.intern(sealed.roller), sys.intern(sealed.visibility), b"", b"")
-    return entry
-
-
-async def restore_blob(log: EventLog, room: Room, seq: int) -> None:
-    """Read hidden roll ``seq``'s blob and nonce back from the log into the room's states."""
-    records = await log.read(room.id, seq - 1, 1)
-    if not records or records[0]["seq"] != seq or records[0].get("sealed") is None:
-        return
-    stored = records[0]["sealed"]
-    for state in (room.committed, room.pending):
-        sealed = state.sealed.get(seq)
-        if sealed is not None and sealed.revealed is None and not sealed.blob:
-            state.sealed[seq] = Sealed(sealed.roller, sealed.visibility, stored["blob"], stored["nonce"])
-
-
-def forget_blobs(room: Room, after: int, shared: Settled) -> int:
-    """Settle the hidden rolls with ``after < seq <= cutoff``, the cutoff being the start of the room's
-    recent window: an unrevealed one's entry becomes the shared one of its roller and visibility (no
-    blob), a revealed one's entry in ``pending`` the same object as in ``committed``. Returns the cutoff
-    (the next call's ``after``)."""
+    The window is the last ``Limits.history`` seqs, and never starts past ``unsent``, the first committed
+    seq not yet broadcast (its rendering needs its entry). Kept: the seqs in ``keep`` (read back for a
+    late reveal not long ago), and an entry whose two states differ (a reveal or merge in flight).
+    """
     cutoff = room.committed.seq - room.limits.history
-    if cutoff <= after:
-        return after
-    committed, pending = room.committed.sealed, room.pending.sealed
-    for seq in reversed(committed):  # newest first: stop at what an earlier call did
-        if seq <= after:
-            break
-        if seq > cutoff:
-            continue
-        sealed = committed[seq]
-        if sealed.revealed is None:
-            committed[seq] = settled(shared, sealed)
-            if _same_unrevealed(pending.get(seq), sealed):  # else a merge or reveal not yet stored
-                pending[seq] = committed[seq]
-        elif pending.get(seq) == sealed:  # revealed in both, equal field by field
-            pending[seq] = sealed
-    return cutoff
+    if unsent is not None:
+        cutoff = min(cutoff, unsent - 1)
+    committed, pending = room.committed, room.pending
+    if cutoff <= committed.floor and cutoff <= pending.floor:
+        return 0
+    old = [seq for seq in committed.sealed if seq <= cutoff and seq not in keep]
+    removed = 0
+    for seq in old:
+        if pending.sealed.get(seq) == committed.sealed[seq]:  # equal field by field
+            del committed.sealed[seq]
+            pending.sealed.pop(seq, None)
+            removed += 1
+    committed.floor = max(committed.floor, cutoff)
+    pending.floor = max(pending.floor, cutoff)
+    return removed
 
 
-def _same_unrevealed(other: Sealed | None, sealed: Sealed) -> bool:
-    return other is not None and other.revealed is None and other.roller == sealed.roller
+def unsent(handle: RoomHandle) -> int | None:
+    """The first committed seq of ``handle``'s room not yet broadcast, or None."""
+    if handle.signing:
+        return int(handle.signing[0][0][0]["seq"])
+    if handle.outgoing:
+        return int(handle.outgoing[0]["seq"])
+    return None
 
 
 def idle(handle: RoomHandle) -> bool:
@@ -129,15 +112,16 @@ def idle(handle: RoomHandle) -> bool:
 class Upkeep:
     def __init__(self, relay: Relay) -> None:
         self.relay = relay
-        self._forgotten: dict[str, int] = {}  # room id -> the seq up to which blobs were dropped
         self._idle_since: dict[str, float] = {}  # room id -> when it was first seen idle (monotonic)
-        self._settled: dict[str, Settled] = {}  # room id -> its old unrevealed rolls' shared entries
+        # room id -> old hidden roll read back for a late reveal -> when (monotonic; RESTORED_KEEP)
+        self._restored: dict[str, dict[int, float]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         every = min(EVERY, self.relay.limits.room_idle / 3)
         trim = _malloc_trim()
         trimmed = time.monotonic()
+        collect = os.environ.get("TABLERELAY_FULL_GC", "1") != "0"  # "0": off, to measure what it does
         tracing = memtrace.from_env()  # TABLERELAY_TRACEMALLOC: off unless an operator asks
         traced = time.monotonic()
         while True:
@@ -145,27 +129,51 @@ class Upkeep:
             try:
                 now = time.monotonic()
                 self.tick(now)
-                if trim is not None and now - trimmed >= TRIM_EVERY:
+                if now - trimmed >= TRIM_EVERY:
                     trimmed = now
-                    trim()
-                    took = time.monotonic() - now
-                    logger.info(
-                        "memory_trimmed",
-                        ms=round(took * 1000, 2),
-                        blocks=sys.getallocatedblocks(),
-                        full_collections=gc.get_stats()[2]["collections"],  # cycles freed only then
-                    )
+                    self.free_memory(trim, collect)
                 if tracing is not None and now - traced >= TRIM_EVERY:
                     traced = now
                     logger.info("memory_sites", **tracing.report())
             except Exception:
                 logger.exception("upkeep_failed")
 
+    @staticmethod
+    def free_memory(trim: Callable[[], int] | None, collect: bool) -> int | None:
+        """A full collection (cycles the young collections never reach), then ``malloc_trim``; logged.
+        Returns what the collection found unreachable (None: not collected)."""
+        start, cpu = time.perf_counter(), time.thread_time()
+        collected = gc.collect() if collect else None
+        trimming, cpu = time.perf_counter(), time.thread_time() - cpu
+        if trim is not None:
+            trim()
+        done = time.perf_counter()
+        logger.info(
+            "memory_trimmed",
+            ms=round((done - trimming) * 1000, 2),
+            collect_ms=round((trimming - start) * 1000, 2) if collect else None,
+            collect_cpu_ms=round(cpu * 1000, 2) if collect else None,  # without the waits for a core
+            collected=collected,
+            blocks=sys.getallocatedblocks(),
+            full_collections=gc.get_stats()[2]["collections"],
+        )
+        return collected
+
     def tick(self, now: float) -> None:
         relay = self.relay
         for room_id, handle in list(relay.rooms.items()):
-            shared = self._settled.setdefault(room_id, {})
-            self._forgotten[room_id] = forget_blobs(handle.room, self._forgotten.get(room_id, 0), shared)
+            restored = self._restored.get(room_id)
+            if restored is not None:
+                for seq, when in list(restored.items()):
+                    if now - when >= RESTORED_KEEP:
+                        del restored[seq]
+                if not restored:
+                    del self._restored[room_id]
+            removed = forget(handle.room, unsent(handle), restored or ())
+            if removed and debug_enabled():
+                logger.debug(
+                    "hidden_rolls_forgotten", room=room_id, removed=removed, floor=handle.room.committed.floor
+                )
             if not idle(handle):
                 self._idle_since.pop(room_id, None)
                 continue
@@ -176,27 +184,17 @@ class Upkeep:
     def unload(self, room_id: str) -> None:
         relay = self.relay
         handle = relay.rooms.pop(room_id, None)
-        self._forgotten.pop(room_id, None)
         self._idle_since.pop(room_id, None)
-        self._settled.pop(room_id, None)
+        self._restored.pop(room_id, None)
         if handle is None:
             return
         relay.metrics.rooms.set(len(relay.rooms))
         logger.info("room_unloaded", room=room_id, seq=handle.room.committed.seq)
 
-    def _forget_again(self, room: Room, seq: int) -> None:
-        """A refused late reveal (not the roller, not a GM) leaves the blob out of memory again."""
-        sealed = room.pending.sealed.get(seq)
-        if sealed is None or sealed.revealed is not None or seq > self._forgotten.get(room.id, 0):
-            return
-        shared = self._settled.setdefault(room.id, {})
-        for state in (room.committed, room.pending):
-            kept = state.sealed.get(seq)
-            if kept is not None and kept.revealed is None:
-                state.sealed[seq] = settled(shared, kept)
-
     def reveal_later(self, handle: RoomHandle, conn: Connection, frame: protocol.Reveal) -> None:
-        """Read the roll's blob back from the log, then handle the reveal as if it had just arrived."""
+        """Read the roll back from the log (``relay.old_rolls``), then handle the reveal as if it had just
+        arrived."""
+        self._restored.setdefault(handle.room.id, {})[frame.seq] = time.monotonic()  # kept from now on
         task = asyncio.get_running_loop().create_task(self._reveal(handle, conn, frame))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -204,13 +202,11 @@ class Upkeep:
     async def _reveal(self, handle: RoomHandle, conn: Connection, frame: protocol.Reveal) -> None:
         relay = self.relay
         try:
-            await restore_blob(relay.log, handle.room, frame.seq)
+            await old_rolls.restore(relay.log, handle.room, frame.seq)
+            self._restored.setdefault(handle.room.id, {})[frame.seq] = time.monotonic()
             if conn.closing or relay.stopping or conn.handle is not handle:
                 return  # the client resends it after it resumes; a reveal is idempotent
-            if blob_dropped(handle.room, frame.seq):
-                raise RuntimeError(f"the log holds no sealed roll at seq {frame.seq}")
             relay._execute(handle, handle.room.handle(conn.session, frame))
-            self._forget_again(handle.room, frame.seq)
         except Exception:
             logger.exception("late_reveal_failed", room=handle.room.id, seq=frame.seq)
             relay._send(

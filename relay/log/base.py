@@ -19,6 +19,9 @@ from relay.state import RoomState
 
 Record = dict[str, Any]
 
+#: Records per read when a backend without a reveal index looks for reveals (``EventLog.reveals``).
+REVEAL_SCAN = 1000
+
 
 class Conflict(Exception):
     """The room's last stored seq was not the one the append expected."""
@@ -91,6 +94,25 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     async def state(self, room: str) -> RoomState:
         """The fold of every stored record of ``room``."""
+
+    async def reveals(self, room: str, after: int, upto: int) -> dict[int, int]:
+        """The stored reveals of the rolls with ``after < seq <= upto``: the roll's seq -> its reveal's.
+
+        Asked for old hidden rolls that have left a loaded room's memory (``relay.old_rolls``). This
+        default reads the room's events from ``after`` on (a reveal always follows its roll); a backend
+        with an index on the revealed seq answers from it (``relay.log.sqlite``).
+        """
+        found: dict[int, int] = {}
+        seq = after
+        while True:
+            records = await self.read(room, seq, REVEAL_SCAN)
+            for record in records:
+                of = record.get("of") if record["kind"] == "reveal" else None
+                if isinstance(of, int) and after < of <= upto:
+                    found.setdefault(of, record["seq"])
+            if len(records) < REVEAL_SCAN:
+                return found
+            seq = records[-1]["seq"]
 
     async def last_seq(self, room: str) -> int:
         """The room's last stored seq (0: none)."""

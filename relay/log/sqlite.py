@@ -56,7 +56,16 @@ CREATE TABLE IF NOT EXISTS events (
     data BLOB NOT NULL,
     PRIMARY KEY (room, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reveals (
+    room TEXT NOT NULL,
+    roll INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (room, roll)
+) WITHOUT ROWID;
 """
+#: ``PRAGMA user_version`` once ``reveals`` indexes every stored reveal (files written before it had
+#: none: ``connect`` fills it from their events once).
+REVEALS_INDEXED = 1
 SYNCHRONOUS = ("normal", "full", "extra")  # "off" could corrupt the file on power loss
 MAX_BATCH = 1024  # appends per transaction; more wait for the next one
 READ_CHUNK = 5000
@@ -82,7 +91,34 @@ def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     conn.executescript(SCHEMA)
+    if conn.execute("PRAGMA user_version").fetchone()[0] < REVEALS_INDEXED:
+        _index_old_reveals(conn)
     return conn
+
+
+def _index_old_reveals(conn: sqlite3.Connection) -> None:
+    """Fill ``reveals`` from the reveal events a file stored before the table existed (once per file)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < REVEALS_INDEXED:  # not done meanwhile
+            rows = conn.execute("SELECT room, seq, kind, data FROM events WHERE kind = 'reveal'")
+            _index_reveals(conn, [(room, seq, 0, kind, data) for room, seq, kind, data in rows.fetchall()])
+            conn.execute(f"PRAGMA user_version = {REVEALS_INDEXED}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _index_reveals(conn: sqlite3.Connection, rows: list[tuple[str, int, int, str, bytes]]) -> None:
+    """Index the reveals among event ``rows`` by the seq they reveal (``reveals_sync``)."""
+    found = [(room, decode_record(data)["of"], seq) for room, seq, _, kind, data in rows if kind == "reveal"]
+    for start in range(0, len(found), INSERT_ROWS):  # one statement per chunk, as ``_insert`` says why
+        chunk = found[start : start + INSERT_ROWS]
+        conn.execute(
+            f"INSERT OR IGNORE INTO reveals (room, roll, seq) VALUES {', '.join(['(?, ?, ?)'] * len(chunk))}",  # noqa: S608
+            [value for row in chunk for value in row],
+        )
 
 
 def _info(row: Sequence[Any]) -> RoomInfo:
@@ -146,6 +182,7 @@ def delete_room_sync(conn: sqlite3.Connection, room: str) -> bool:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("DELETE FROM events WHERE room = ?", (room,))
+        conn.execute("DELETE FROM reveals WHERE room = ?", (room,))
         deleted = conn.execute("DELETE FROM rooms WHERE id = ?", (room,)).rowcount
     except BaseException:
         conn.execute("ROLLBACK")
@@ -189,6 +226,13 @@ def read_sync(conn: sqlite3.Connection, room: str, after_seq: int, limit: int) -
         "SELECT data FROM events WHERE room = ? AND seq > ? ORDER BY seq LIMIT ?", (room, after_seq, limit)
     ).fetchall()
     return [decode_record(row[0]) for row in rows]
+
+
+def reveals_sync(conn: sqlite3.Connection, room: str, after: int, upto: int) -> dict[int, int]:
+    rows = conn.execute(
+        "SELECT roll, seq FROM reveals WHERE room = ? AND roll > ? AND roll <= ?", (room, after, upto)
+    ).fetchall()
+    return {int(roll): int(seq) for roll, seq in rows}
 
 
 def state_sync(conn: sqlite3.Connection, room: str) -> RoomState:
@@ -256,6 +300,7 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, int, str, bytes
             f"INSERT INTO events (room, seq, ts, kind, data) VALUES {values}",  # noqa: S608 (placeholders only)
             [value for row in chunk for value in row],
         )
+    _index_reveals(conn, rows)
 
 
 @dataclass
@@ -553,6 +598,9 @@ class SqliteLog(EventLog):
 
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
         return await self._read(lambda conn: read_sync(conn, room, after_seq, limit))
+
+    async def reveals(self, room: str, after: int, upto: int) -> dict[int, int]:
+        return await self._read(lambda conn: reveals_sync(conn, room, after, upto))
 
     async def state(self, room: str) -> RoomState:
         return await self._read(lambda conn: state_sync(conn, room))

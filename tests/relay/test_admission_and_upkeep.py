@@ -1,15 +1,22 @@
-"""The pure parts of relay.admission (origins, client addresses) and relay.upkeep (old hidden rolls' blobs
-leave memory; the rest of the room stays as it was)."""
+"""The pure parts of relay.admission (origins, client addresses) and relay.upkeep and relay.old_rolls (old
+hidden rolls leave memory and come back from the log)."""
 
 from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
 
 import pytest
 from websockets.datastructures import Headers
 
-from relay import upkeep
+from relay import old_rolls, upkeep
 from relay.admission import Gate, parse_networks, parse_origins
 from relay.config import Config, ConfigError, Limits
-from tests.relay.helpers import Table
+from relay.fanout import history
+from relay.log.base import EventLog
+from relay.log.sqlite import SqliteLog
+from tests.relay.helpers import INFO, Table
 
 
 def test_origins_are_normalized_and_bad_ones_refused() -> None:
@@ -75,30 +82,71 @@ def test_sockets_per_address_are_counted_in_and_out() -> None:
     assert g.open == {}
 
 
-def test_old_hidden_rolls_lose_their_blobs_and_nothing_else() -> None:
+async def test_old_hidden_rolls_leave_memory_and_come_back_from_the_log(tmp_path: Path) -> None:
     table = Table(limits=Limits(history=3))
-    p1 = table.join("player")
-    table.send(p1, {"t": "roll", "id": "h0", "intent": {"system": "drawsteel.power"}, "visibility": "gm"})
-    table.send(p1, {"t": "roll", "id": "h1", "intent": {"system": "drawsteel.power"}, "visibility": "gm"})
+    gm, p1, p2 = table.join("gm"), table.join("player"), table.join("player")
+    power = {"system": "drawsteel.power"}
+    table.send(p1, {"t": "roll", "id": "h0", "intent": power, "visibility": "gm"})
+    table.send(p1, {"t": "roll", "id": "h1", "intent": power, "visibility": "blind"})
+    h0, h1 = sorted(table.room.committed.sealed)
+    table.send(p1, {"t": "reveal", "id": "v0", "seq": h0})
+    revealed_at = table.room.committed.sealed[h0].revealed
     for i in range(5):
-        table.send(
-            p1, {"t": "roll", "id": f"r{i}", "intent": {"system": "drawsteel.power"}, "visibility": "public"}
-        )
-    table.send(p1, {"t": "roll", "id": "h2", "intent": {"system": "drawsteel.power"}, "visibility": "self"})
+        table.send(p1, {"t": "roll", "id": f"r{i}", "intent": power, "visibility": "public"})
+    table.send(p1, {"t": "roll", "id": "h2", "intent": power, "visibility": "self"})
     room = table.room
-    older, old, new = sorted(room.committed.sealed)
-    shared: upkeep.Settled = {}
-    cutoff = upkeep.forget_blobs(room, 0, shared)
-    assert cutoff == room.committed.seq - 3
-    for state in (room.committed, room.pending):
-        assert state.sealed[old].blob == b""
-        assert state.sealed[old].nonce == b""
-        assert (state.sealed[old].roller, state.sealed[old].visibility) == (p1.id, "gm")
-        assert state.sealed[new].blob != b"", "a roll inside the recent window keeps its blob"
-    # One entry stands for every old unrevealed roll of a roller and visibility, in both states.
-    assert room.committed.sealed[older] is room.committed.sealed[old] is room.pending.sealed[old]
-    assert list(shared) == [(p1.id, "gm")]
-    assert upkeep.blob_dropped(room, old)
-    assert not upkeep.blob_dropped(room, new)
-    assert upkeep.forget_blobs(room, cutoff, shared) == cutoff, "nothing more until the window moves"
-    assert table.refold().seq == room.committed.seq
+    h2 = max(room.committed.sealed)
+    log = SqliteLog(tmp_path / "log.sqlite3")
+    try:
+        await log.import_room(INFO, table.stored, max_rooms=10)
+        assert await log.reveals(INFO.id, 0, room.committed.seq) == {h0: revealed_at}
+        assert await EventLog.reveals(log, INFO.id, 0, room.committed.seq) == {h0: revealed_at}, "the scan"
+        assert await log.reveals(INFO.id, h0, room.committed.seq) == {}
+
+        assert upkeep.forget(room, unsent=None) == 2
+        for state in (room.committed, room.pending):
+            assert set(state.sealed) == {h2}, "only the recent window's hidden roll stays"
+            assert state.floor == room.committed.seq - 3
+        assert upkeep.forget(room, unsent=None) == 0, "nothing more until the window moves"
+        assert table.refold().sealed.keys() == {h0, h1, h2}, "a fold of the log still knows them all"
+
+        # A history from the start renders them as before: h1 sealed to a player, h0 open with its reveal.
+        shown = await old_rolls.view(log, INFO.id, table.stored, room.committed)
+        frames = {f["seq"]: f for f in history(table.stored, p2, shown, table.forms)}
+        assert frames[h1]["sealed"] is True
+        assert "label" not in frames[h1]
+        assert frames[h0]["revealed"] == revealed_at
+        assert (await old_rolls.view(log, INFO.id, table.stored[-2:], room.committed)) is room.committed
+
+        # A reveal reads the roll back first, then is authorized as for a recent roll.
+        assert old_rolls.in_log(room, p2, h1)
+        assert not old_rolls.in_log(room, p2, h2)
+        await old_rolls.restore(log, room, h1)
+        assert room.pending.sealed[h1].roller == p1.id
+        assert room.pending.sealed[h1].blob == table.stored[h1 - 1]["sealed"]["blob"]
+        assert table.send(p1, {"t": "reveal", "id": "v1", "seq": h1})[0]["code"] == "forbidden"  # blind
+        assert table.send(gm, {"t": "reveal", "id": "v2", "seq": h1})[0]["t"] == "ack"
+        await old_rolls.restore(log, room, h0)
+        assert table.send(p1, {"t": "reveal", "id": "v3", "seq": h0}) == [
+            {"t": "ack", "id": "v3", "seq": revealed_at}
+        ], "a second reveal of a roll out of memory is acked with the first"
+        public = next(r["seq"] for r in table.stored if r.get("request") == "r0")
+        await old_rolls.restore(log, room, public)
+        assert table.send(gm, {"t": "reveal", "id": "v4", "seq": public})[0]["code"] == "not_found"
+    finally:
+        await log.close()
+
+
+def test_the_minutely_full_collection_frees_cycles_and_trims_after_it() -> None:
+    trimmed: list[int] = []
+    gc.disable()  # so that only the upkeep's collection can free the cycles made here
+    try:
+        for _ in range(100):
+            cycle: list[Any] = []
+            cycle.append(cycle)
+        del cycle
+        assert (upkeep.Upkeep.free_memory(lambda: trimmed.append(gc.get_count()[0]) or 0, True) or 0) >= 100
+        assert trimmed == [0], "malloc_trim runs after the collection, when the freed memory is free"
+        assert upkeep.Upkeep.free_memory(None, False) is None, "TABLERELAY_FULL_GC=0: no collection"
+    finally:
+        gc.enable()

@@ -230,3 +230,41 @@ async def test_rooms_are_imported_and_deleted_whole(tmp_path: Path) -> None:
         assert [r.id for r in await log.list_rooms()] == [made.id]
     finally:
         await log.close()
+
+
+def reveal(seq: int, of: int) -> dict[str, Any]:
+    return {**ev(seq, "reveal"), "of": of, "blob": b"b", "nonce": b"n"}
+
+
+async def test_reveals_are_indexed_by_the_roll_they_open_also_in_a_file_from_before_the_index(
+    tmp_path: Path,
+) -> None:
+    log = await make(tmp_path)
+    room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+    other = (await log.create_room("S", fear_max=12, hope_max=6, max_rooms=10)).id
+    # What the index holds is all it reads: a reveal's ``of`` need not be a real roll here.
+    await log.append(room, [ev(1), ev(2, who="b"), reveal(3, 2), ev(4, who="c"), reveal(5, 1)], 0)
+    await log.append(other, [ev(1), reveal(2, 1)], 0)
+    assert await log.reveals(room, 0, 5) == {1: 5, 2: 3}
+    assert await log.reveals(room, 1, 5) == {2: 3}
+    assert await log.reveals(room, 2, 5) == {}
+    assert await log.reveals(other, 0, 2) == {1: 2}
+    await log.close()
+    # A file written before the index: no table, user_version 0. Opening it fills the index once.
+    path = tmp_path / "data" / "tablerelay.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE reveals")
+        conn.execute("PRAGMA user_version = 0")
+    again = await make(tmp_path)
+    try:
+        assert await again.reveals(room, 0, 5) == {1: 5, 2: 3}
+        assert await again.reveals(other, 0, 5) == {1: 2}
+        assert await again.delete_room(other)
+        assert await again.reveals(other, 0, 5) == {}
+    finally:
+        await again.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+        assert conn.execute("SELECT COUNT(*) FROM reveals").fetchone() == (2,), (
+            "the other room's went with it"
+        )
