@@ -205,7 +205,10 @@ class RoomMachine(RuleBasedStateMachine):
         self.merged: dict[str, str] = {}  # gone -> into
         self.generation = 0  # the invite generation of the last stored rotation
         self.archived = False
-        self.rolled: dict[str, int] = {}  # roll id -> the seq of the stored roll with that id
+        # (roller, roll id) -> the seq of the stored roll. Keyed by roller too: a device that resent
+        # another participant's roll id while a merge of the two was in flight, the merge then lost,
+        # rolls once as itself, and the other's retry once as the other (two participants, one roll each).
+        self.rolled: dict[tuple[str, str], int] = {}
         self.roll_frames: dict[str, tuple[str, dict[str, Any]]] = {}  # roll id -> (sender, frame)
         self.invite_floor: dict[tuple[Conn, str], int] = {}  # an invites request -> stored generation then
 
@@ -368,8 +371,12 @@ class RoomMachine(RuleBasedStateMachine):
     def read_campaign(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "roll":
-            assert record["request"] not in self.rolled, "a roll id is stored once, merges or not"
-            self.rolled[record["request"]] = record["seq"]
+            roller, rid = record["actor"]["id"], record["request"]
+            me = resolve(self.merged, roller)
+            assert all(resolve(self.merged, other) != me for other, r in self.rolled if r == rid), (
+                "a roll id is stored once per participant, merges or not"
+            )
+            self.rolled[roller, rid] = record["seq"]
         elif kind == "kick":
             self.kicked.add(record["member"]["id"])
         elif kind == "merge":
@@ -484,7 +491,9 @@ class RoomMachine(RuleBasedStateMachine):
                 record["actor"]["id"],
                 resolve(self.merges_known(), record["actor"]["id"]),
             )
-            assert seq == self.rolled[rid], "a retried roll is acked with the seq of the one roll stored"
+            own = self.rolled.get((conn.session.id, rid))
+            first = self.rolled[record["actor"]["id"], rid]
+            assert seq == (first if own is None else own), "a retried roll is acked with its one stored roll"
             assert conn.acked.setdefault(rid, seq) == seq, "a retried roll was acked with another seq"
         else:
             assert record["actor"]["id"] == conn.session.id, (frame, record)
