@@ -476,6 +476,13 @@ class Relay:
             self._detach(conn)
             self._handlers.discard(task)
             self._sockets.discard(ws)
+            # websockets keeps the exception that ended a socket's frame parser (an oversize or broken
+            # frame, a cut mid-frame) on its protocol object, and that exception's traceback holds the
+            # parser's frame, which holds the protocol: a cycle, so the socket's objects and buffers
+            # waited for a full garbage collection (the only cycles a soak's closed sockets left).
+            failed = ws.protocol.parser_exc
+            if failed is not None:
+                failed.__traceback__ = None
 
     async def _refuse(self, conn: Connection, code: int, reason: str) -> None:
         logger.info("refused", code=code, reason=reason)

@@ -4,6 +4,7 @@ and no hidden value in any byte outside the audience or in any log line."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any
 import msgpack
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from relay import auth, logs
 from relay.config import Config, Limits
@@ -280,3 +282,33 @@ def test_settle_gc_freezes_start_up_objects_and_spaces_young_collections() -> No
     frozen, spaced = out.stdout.split()
     assert int(frozen) > 1000, "the modules loaded at start-up are frozen out of later collections"
     assert spaced == "True"
+
+
+async def test_a_socket_closed_for_an_oversize_frame_leaves_no_cycle_behind(server: Running) -> None:
+    # websockets keeps the parser's exception on the protocol object, and its traceback held the
+    # protocol: every socket closed with 1009 waited for a full collection, with its buffers.
+    from websockets.server import ServerProtocol
+
+    room = server.room()
+    gc.collect()  # cycles from before this test out of the way
+    sockets = []
+    for _ in range(3):
+        ws, _welcome = await hello(server.url, server.token(room, "player"))
+        await ws.send(b"\x00" * (server.config.limits.max_frame + 1))
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 1009
+        sockets.append(ws)
+    for _ in range(100):  # the server's handlers finish after the clients see the close
+        await asyncio.sleep(0.05)
+        if not any(type(o) is ServerProtocol for o in gc.get_objects()):
+            break
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        left = [o for o in gc.garbage if type(o) is ServerProtocol]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == [], "a server socket's protocol was left in a reference cycle"
