@@ -147,6 +147,6 @@ def test_the_minutely_full_collection_frees_cycles_and_trims_after_it() -> None:
         del cycle
         assert (upkeep.Upkeep.free_memory(lambda: trimmed.append(gc.get_count()[0]) or 0, True) or 0) >= 100
         assert trimmed == [0], "malloc_trim runs after the collection, when the freed memory is free"
-        assert upkeep.Upkeep.free_memory(None, False) is None, "TABLERELAY_FULL_GC unset: no collection"
+        assert upkeep.Upkeep.free_memory(None, False) is None, "TABLERELAY_FULL_GC=0: no collection"
     finally:
         gc.enable()
