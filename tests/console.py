@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,3 +17,21 @@ def tablerelay_bin() -> str:
     if found is None:
         raise RuntimeError("the tablerelay console script is not installed next to the test interpreter")
     return found
+
+
+def serve_refusal(data: Path, env: dict[str, str], *args: str) -> str:
+    """Run ``tablerelay serve`` expecting it to refuse to start: the one sentence it printed, after checking
+    that it exited with 1 or 2, printed exactly one line and no traceback."""
+    done = subprocess.run(
+        [tablerelay_bin(), "serve", "--port", "0", "--data", str(data), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode in (1, 2), done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import secrets
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsauth import Operator, Tls, make_operator, make_tls
 from tests.cluster.natsd import NatsServer, free_port
-from tests.console import tablerelay_bin
+from tests.console import serve_refusal
 from tests.e2e.conftest import Server, server_env
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
@@ -72,51 +71,35 @@ async def serves_a_table(data: Path, env: dict[str, str], clients: Any) -> None:
         assert node.stop(signal.SIGTERM) == 0, node.log_text()
 
 
-def refused(data: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [tablerelay_bin(), "serve", "--port", "0", "--data", str(data)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode in (1, 2), done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert "Traceback" not in done.stderr
-    return lines[0]
-
-
-async def test_tls_with_our_ca_and_a_password_serves_and_a_wrong_ca_is_refused(
+async def test_tls_with_our_ca_and_a_password_serves_and_a_wrong_ca_is_serve_refusal(
     tls: tuple[NatsServer, Tls], clients: Any, tmp_path: Path
 ) -> None:
     server, made = tls
     store = f"tls://gm:s3cret@127.0.0.1:{server.port}"
     await serves_a_table(tmp_path / "node", node_env(store, TABLERELAY_NATS_CA=str(made.ca)), clients)
     # The system's CAs do not know ours: the certificate check fails, in one sentence without the password.
-    line = refused(tmp_path / "plain", node_env(store))
+    line = serve_refusal(tmp_path / "plain", node_env(store))
     assert "Cannot reach the NATS servers at tls://gm:***@" in line, line
     assert "s3cret" not in line
     assert "certificate" in line.lower(), line
     # A CA file that is not one.
     (tmp_path / "not-a-ca.pem").write_text("hello")
-    line = refused(tmp_path / "bad", node_env(store, TABLERELAY_NATS_CA=str(tmp_path / "not-a-ca.pem")))
+    line = serve_refusal(tmp_path / "bad", node_env(store, TABLERELAY_NATS_CA=str(tmp_path / "not-a-ca.pem")))
     assert "The NATS CA file" in line, line
 
 
-async def test_a_creds_file_serves_and_an_unknown_account_or_a_missing_file_is_refused(
+async def test_a_creds_file_serves_and_an_unknown_account_or_a_missing_file_is_serve_refusal(
     operator: tuple[NatsServer, Operator], clients: Any, tmp_path: Path
 ) -> None:
     server, made = operator
     store = f"nats://127.0.0.1:{server.port}"
     await serves_a_table(tmp_path / "node", node_env(store, TABLERELAY_NATS_CREDS=str(made.creds)), clients)
-    line = refused(tmp_path / "stranger", node_env(store, TABLERELAY_NATS_CREDS=str(made.other_creds)))
+    line = serve_refusal(tmp_path / "stranger", node_env(store, TABLERELAY_NATS_CREDS=str(made.other_creds)))
     assert line.startswith("tablerelay: Cannot reach the NATS servers"), line
     assert "authorization" in line.lower(), line
     missing = tmp_path / "nowhere.creds"
-    line = refused(tmp_path / "missing", node_env(store, TABLERELAY_NATS_CREDS=str(missing)))
+    line = serve_refusal(tmp_path / "missing", node_env(store, TABLERELAY_NATS_CREDS=str(missing)))
     assert f"The NATS credentials file {missing} does not exist." in line, line
     # Without credentials at all, an operator-mode server lets nobody in.
-    line = refused(tmp_path / "none", node_env(store))
+    line = serve_refusal(tmp_path / "none", node_env(store))
     assert "authorization" in line.lower(), line

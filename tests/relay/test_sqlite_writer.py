@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from relay.log.sqlite import SqliteLog
 from relay.log.sqlite_writer import WriterGone, WriterUnusable
-from tests.console import tablerelay_bin
+from tests.console import serve_refusal
 from tests.e2e.conftest import server_env
 from tests.relay.test_sqlite_log import ev
 
@@ -51,14 +50,5 @@ async def test_a_writer_process_that_cannot_open_the_file_says_so(tmp_path: Path
 
 def test_serve_refuses_an_unknown_writer_with_one_sentence(tmp_path: Path) -> None:
     env = server_env("s" * 32, {"TABLERELAY_SQLITE_WRITER": "fork"})
-    done = subprocess.run(
-        [tablerelay_bin(), "serve", "--port", "0", "--data", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode in (1, 2), done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines == ["tablerelay: sqlite_writer must be thread or process; got 'fork'."], done.stderr
+    line = serve_refusal(tmp_path, env)
+    assert line == "tablerelay: sqlite_writer must be thread or process; got 'fork'.", line
