@@ -104,6 +104,15 @@ class NatsServer:
         except OSError:
             return False
 
+    def wait_ready(self, deadline: float) -> None:
+        """Wait until the server answers; raise with its log if it exits or ``deadline`` passes."""
+        while not self.ready():
+            if not self.running:
+                raise RuntimeError(f"nats-server {self.name} exited:\n{self.log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nats-server {self.name} did not start:\n{self.log.read_text()}")
+            time.sleep(0.05)
+
 
 @dataclass
 class NatsCluster:
@@ -122,12 +131,7 @@ class NatsCluster:
             server.start()
         deadline = time.monotonic() + START_TIMEOUT
         for server in self.servers:
-            while not server.ready():
-                if not server.running:
-                    raise RuntimeError(f"nats-server {server.name} exited:\n{server.log.read_text()[-3000:]}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"nats-server {server.name} did not start:\n{server.log.read_text()}")
-                time.sleep(0.05)
+            server.wait_ready(deadline)
 
     def stop(self) -> None:
         for server in self.servers:

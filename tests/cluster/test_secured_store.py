@@ -25,11 +25,7 @@ POWER = {"system": "drawsteel.power", "characteristic": 1}
 
 def started(server: NatsServer) -> NatsServer:
     server.start()
-    end = time.monotonic() + 20
-    while not server.ready():
-        assert server.running, server.log.read_text()
-        assert time.monotonic() < end, server.log.read_text()
-        time.sleep(0.05)
+    server.wait_ready(time.monotonic() + 20)
     return server
 
 

@@ -24,11 +24,7 @@ def guarded(tmp_path: Path) -> Iterator[NatsServer]:
         "solo", tmp_path, free_port(), 0, [], extra='authorization { user: "gm", password: "s3cret" }\n'
     )
     server.start()
-    end = time.monotonic() + 20
-    while not server.ready():
-        assert server.running, server.log.read_text()
-        assert time.monotonic() < end, server.log.read_text()
-        time.sleep(0.05)
+    server.wait_ready(time.monotonic() + 20)
     yield server
     server.stop()
 
