@@ -39,6 +39,7 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
+from relay.log.nats import bucket_subjects
 from relay.logs import get_logger
 from relay.state import Member
 
@@ -189,14 +190,14 @@ class Presence:
 
     async def _look(self, now: float) -> None:
         """Which runs are alive, and which dead ones may have left keys."""
-        live = owners(await _subjects(self.js, NODES_BUCKET), NODES_BUCKET, 2)
+        live = owners(await bucket_subjects(self.js, NODES_BUCKET), NODES_BUCKET, 2)
         live = {run for run in live if not self._own_earlier(run)} | {self.me}
         self._suspects |= self._seen - live
         self._seen |= live
         self._live = live
         if now - self._scanned >= FULL_SCAN:
             self._scanned = now
-            listed = owners(await _subjects(self.js, PRESENCE_BUCKET), PRESENCE_BUCKET, 3)
+            listed = owners(await bucket_subjects(self.js, PRESENCE_BUCKET), PRESENCE_BUCKET, 3)
             self._suspects |= listed - live
 
     def _janitor(self) -> bool:
@@ -210,7 +211,7 @@ class Presence:
                 self._suspects.discard(run)
                 continue
             prefix = f"$KV.{PRESENCE_BUCKET}.{run}."
-            rooms = [s[len(prefix) :] for s in await _subjects(self.js, PRESENCE_BUCKET, prefix + ">")]
+            rooms = [s[len(prefix) :] for s in await bucket_subjects(self.js, PRESENCE_BUCKET, prefix + ">")]
             for room_id in rooms:
                 await self._clear(run, room_id)
             if not rooms:
@@ -257,12 +258,6 @@ class Presence:
         if not entry.value:
             return []
         return [str(pid) for pid in json.loads(entry.value)]
-
-
-async def _subjects(js: JetStreamContext, bucket: str, filter: str | None = None) -> list[str]:
-    """The subjects holding messages in a bucket's stream (one request)."""
-    info = await js.stream_info(f"KV_{bucket}", subjects_filter=filter or f"$KV.{bucket}.>")
-    return list((info.state.subjects or {}).keys())
 
 
 async def _bucket(js: JetStreamContext, name: str, replicas: int, *, ttl: float) -> KeyValue:

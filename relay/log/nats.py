@@ -322,10 +322,11 @@ class NatsLog(EventLog):
         return int(info.state.messages)
 
     async def _room_ids(self) -> list[str]:
-        try:
-            return list(await self.kv.keys())
-        except nats.js.errors.NoKeysError:
-            return []
+        # From the bucket's stream in one request, not ``kv.keys()``: nats-py's key watcher can answer "no
+        # keys" when its first message is still on the way as it reads the consumer's pending count (a
+        # `store copy` out of a cluster once copied no room and said it had succeeded).
+        prefix = f"$KV.{ROOMS_BUCKET}."
+        return [subject[len(prefix) :] for subject in await bucket_subjects(self.js, ROOMS_BUCKET)]
 
     async def list_rooms(self) -> list[RoomInfo]:
         infos = [await self.get_room(room) for room in await self._room_ids()]
@@ -855,6 +856,12 @@ async def _ensure_stream(js: JetStreamContext, replicas: int) -> int:
                 count = 1
             else:
                 await asyncio.sleep(0.5)
+
+
+async def bucket_subjects(js: JetStreamContext, bucket: str, filter: str | None = None) -> list[str]:
+    """The subjects holding messages in a KV bucket's stream (one request, no consumer)."""
+    info = await js.stream_info(f"KV_{bucket}", subjects_filter=filter or f"$KV.{bucket}.>")
+    return list((info.state.subjects or {}).keys())
 
 
 async def _ensure_bucket(js: JetStreamContext, replicas: int) -> KeyValue:
