@@ -15,7 +15,7 @@ from relay import admission, auth, logs, loops, public, signing, stores
 from relay.config import Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import (
-    SYNCHRONOUS,
+    check_synchronous,
     connect,
     create_room_sync,
     get_room_sync,
@@ -91,8 +91,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def _check(config: Config) -> None:
     """Refuse settings that would only fail later, with a sentence naming the setting."""
-    if config.synchronous not in SYNCHRONOUS:
-        raise ConfigError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {config.synchronous!r}.")
+    try:
+        check_synchronous(config.synchronous)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}.") from exc
     if config.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"log_format must be auto, json or console; got {config.log_format!r}.")
     if not 0 <= config.port <= 65535:

@@ -81,10 +81,15 @@ def decode_record(data: bytes) -> Record:
     return record
 
 
-def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
-    """A connection with the schema in place, WAL on, and explicit transactions (autocommit mode)."""
+def check_synchronous(synchronous: str) -> None:
+    """Refuse a ``synchronous`` setting SQLite should not run with (``ValueError``, one sentence)."""
     if synchronous not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {synchronous!r}")
+
+
+def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
+    """A connection with the schema in place, WAL on, and explicit transactions (autocommit mode)."""
+    check_synchronous(synchronous)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
     conn.execute("PRAGMA busy_timeout = 10000")
@@ -488,8 +493,7 @@ class SqliteLog(EventLog):
         """A log whose writes are committed by a writer process (``sqlite_writer = "process"``)."""
         from relay.log.sqlite_writer import WriterProcess
 
-        if synchronous not in SYNCHRONOUS:  # the same error as the thread's, before starting anything
-            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {synchronous!r}")
+        check_synchronous(synchronous)  # the same error as the thread's, before starting anything
         return cls(path, synchronous=synchronous, writer=await WriterProcess.start(path, synchronous))
 
     def _committed(self, batch: int, written: int) -> None:

@@ -52,3 +52,8 @@ def test_serve_refuses_an_unknown_writer_with_one_sentence(tmp_path: Path) -> No
     env = server_env("s" * 32, {"TABLERELAY_SQLITE_WRITER": "fork"})
     line = serve_refusal(tmp_path, env)
     assert line == "tablerelay: sqlite_writer must be thread or process; got 'fork'.", line
+
+
+def test_serve_refuses_an_unsafe_synchronous_with_one_sentence(tmp_path: Path) -> None:
+    line = serve_refusal(tmp_path, server_env("s" * 32, {"TABLERELAY_SYNCHRONOUS": "off"}))
+    assert line == "tablerelay: synchronous must be one of normal, full, extra; got 'off'.", line
