@@ -39,7 +39,7 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
-from relay.log.nats import bucket_subjects
+from relay.log.nats import bucket_subjects, ensure_bucket
 from relay.logs import get_logger
 from relay.state import Member
 
@@ -104,8 +104,8 @@ class Presence:
     # -- starting and stopping ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.nodes = await _bucket(self.js, NODES_BUCKET, self.replicas, ttl=EXPIRY)
-        self.board = await _bucket(self.js, PRESENCE_BUCKET, self.replicas, ttl=0)
+        self.nodes = await ensure_bucket(self.js, NODES_BUCKET, self.replicas, ttl=EXPIRY)
+        self.board = await ensure_bucket(self.js, PRESENCE_BUCKET, self.replicas)
         await self.nodes.put(self.me, b"1")
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._publish()), loop.create_task(self._beat())]
@@ -258,12 +258,3 @@ class Presence:
         if not entry.value:
             return []
         return [str(pid) for pid in json.loads(entry.value)]
-
-
-async def _bucket(js: JetStreamContext, name: str, replicas: int, *, ttl: float) -> KeyValue:
-    with contextlib.suppress(nats.js.errors.BucketNotFoundError, nats.js.errors.NotFoundError):
-        return await js.key_value(name)
-    try:
-        return await js.create_key_value(bucket=name, history=1, replicas=replicas, ttl=ttl or None)
-    except nats.js.errors.BadRequestError:  # made by another node meanwhile
-        return await js.key_value(name)

@@ -239,7 +239,7 @@ class NatsLog(EventLog):
         while True:
             try:
                 count = await _ensure_stream(js, replicas)
-                kv = await _ensure_bucket(js, count)
+                kv = await ensure_bucket(js, ROOMS_BUCKET, count)
                 break
             except (TimeoutError, nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError) as exc:
                 # A cluster that has just started elects its JetStream leader first.
@@ -864,10 +864,12 @@ async def bucket_subjects(js: JetStreamContext, bucket: str, filter: str | None 
     return list((info.state.subjects or {}).keys())
 
 
-async def _ensure_bucket(js: JetStreamContext, replicas: int) -> KeyValue:
+async def ensure_bucket(js: JetStreamContext, name: str, replicas: int, *, ttl: float = 0) -> KeyValue:
+    """KV bucket ``name`` (one value per key; ``ttl`` seconds before a key expires, 0: never), made if
+    missing."""
     with contextlib.suppress(nats.js.errors.BucketNotFoundError, nats.js.errors.NotFoundError):
-        return await js.key_value(ROOMS_BUCKET)
+        return await js.key_value(name)
     try:
-        return await js.create_key_value(bucket=ROOMS_BUCKET, history=1, replicas=replicas)
+        return await js.create_key_value(bucket=name, history=1, replicas=replicas, ttl=ttl or None)
     except nats.js.errors.BadRequestError:  # made by another node meanwhile
-        return await js.key_value(ROOMS_BUCKET)
+        return await js.key_value(name)
