@@ -16,6 +16,8 @@ the variables are added to the relay's environment. Shapes:
 - ``signing``: ``room100`` with signing on and off for each variant, taking turns.
 - ``chain100``: the fan-out section's one roll at a time into a room of 100 (a fresh server per turn),
   with the bare ``websockets`` server as one more turn unless ``--no-bare``.
+- ``burst1000``: the fan-out section's bursts into a room of 1,000, each variant signing on and off,
+  taking turns (a fresh server per turn).
 
 The machine is shared, so wall-clock rates are noisy: the figures to compare are the server's CPU per roll
 (event loop thread, other threads, the signing child) and ratios of variants measured in the same round.
@@ -168,9 +170,43 @@ async def run_chain(variants: list[Variant], run_dir: Path, rounds: int, bare: b
         )
 
 
+async def run_burst(variants: list[Variant], run_dir: Path, rounds: int) -> None:
+    calibration = await servers.calibrate(run_dir)
+    results: dict[str, list[dict[str, Any]]] = {}
+    for i in range(rounds):
+        for variant in variants:
+            for signing in (True, False):
+                key = f"{variant.name}{'' if signing else ' unsigned'}"
+                r = await fanout.measure(
+                    "relay",
+                    run_dir,
+                    calibration,
+                    rooms=1,
+                    per_room=1000,
+                    events=fanout.events_for(1000, 120_000),
+                    repeats=2,
+                    tag=f"ab-{variant.name}",
+                    signing=signing,
+                    **variant.start(),
+                )
+                results.setdefault(key, []).append(r)
+                _say(
+                    f"round {i + 1} {key:>16} bursts {r['rate']:>10,.0f} deliveries/s"
+                    f"  {r['server_cpu_us']:.2f} µs per delivery, server {r['server_busy']:.2f} cores,"
+                    f" receivers {r['receiver_busy']:.2f}  load {loadavg()}"
+                )
+    for key, runs in results.items():
+        rates = [r["rate"] for r in runs]
+        cpus = [r["server_cpu_us"] for r in runs]
+        _say(
+            f"{key:>16}: best {max(rates):>10,.0f}/s, median {statistics.median(rates):,.0f}/s,"
+            f" CPU per delivery median {statistics.median(cpus):.2f} µs (min {min(cpus):.2f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
-    shapes = ("tables", "rooms100", "room100", "signing", "chain100")
+    shapes = ("tables", "rooms100", "room100", "signing", "chain100", "burst1000")
     parser.add_argument("--shape", choices=shapes, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="tables, chain100: no bare websockets turn")
@@ -186,6 +222,8 @@ def main() -> None:
             body = run_appends(variants, scratch, args.rounds, 100, 1, False)
         elif args.shape == "chain100":
             body = run_chain(variants, scratch, args.rounds, not args.no_bare)
+        elif args.shape == "burst1000":
+            body = run_burst(variants, scratch, args.rounds)
         elif args.shape == "room100":
             body = run_appends(variants, scratch, args.rounds, 1, 100, False)
         else:

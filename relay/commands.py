@@ -97,6 +97,8 @@ def _check(config: Config) -> None:
         raise ConfigError(f"{exc}.") from exc
     if config.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"log_format must be auto, json or console; got {config.log_format!r}.")
+    if config.signing_nonces not in ("ahead", "deterministic"):
+        raise ConfigError(f"signing_nonces must be ahead or deterministic; got {config.signing_nonces!r}.")
     if not 0 <= config.port <= 65535:
         raise ConfigError(f"port must be from 0 to 65535; got {config.port}.")
     admission.parse_origins(config.origins)

@@ -10,6 +10,8 @@ resume from its last seq).
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -19,18 +21,14 @@ from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
-from relay.signer import SignerProcess
-from relay.signing import UNSIGNED, CanonicalError, Keyring, canonical, message, signed_part
+from relay.signing import UNSIGNED, Keyring, canonical, message, signed_part
 from relay.state import RoomState
-from relay.visibility import FULL, SEALED, audience, render
+from relay.visibility import FULL, audience, render
 
 logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
 #: Event kinds that carry the renderings a hello asked for (a reveal as the roll it opens).
 RENDERED_KINDS = ("roll", "reveal")
-#: Seconds a broadcast waits for the signing process before the loop signs what is missing itself. The
-#: process answers in well under a millisecond when it has a core; this bounds what a busy machine adds.
-SIGNER_WAIT = 0.05
 S = TypeVar("S", bound="Subscriber")
 
 
@@ -231,8 +229,14 @@ class _Kept:
             if key in UNSIGNED:
                 fields += _encode(key) + _encode(value)
                 count += 1
-        fields += _encode("kid") + _encode(kid) + _encode("sig") + _encode(self.sig)
+        fields += _kid_and_sig_key(kid) + _encode(self.sig)
         return protocol.framed(protocol.with_fields(body, count, fields))
+
+
+@functools.lru_cache(maxsize=8)
+def _kid_and_sig_key(kid: str) -> bytes:
+    """``"kid": kid, "sig"`` encoded: what every signed frame's wire bytes end with, before the signature."""
+    return _encode("kid") + _encode(kid) + _encode("sig")
 
 
 class Forms:
@@ -249,19 +253,17 @@ class Forms:
     so a loaded room's memory is bounded by events; an older form (a long resume gap) is signed for the
     welcome that asked and not kept, so it never pushes out the recent forms every welcome shows.
 
-    Each form is encoded once, canonically: the signing process (``relay.signer``) signs those bytes and
-    the sockets get them with the unsigned keys appended. ``sign_ahead`` hands the process
-    the forms of records just handed to the log, so the signatures are made while SQLite commits, and
-    ``prepare`` (at broadcast) waits for whatever is still missing.
+    Each form is encoded once, canonically: the key signs those bytes (about 2 µs with a nonce made ahead
+    of time, ``relay.nonces``) and the sockets get them with the unsigned keys appended.
     """
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
         self.room_id = room_id
         self.keyring = keyring
         self.capacity = capacity
-        self._signed: dict[tuple[int, str], _Kept] = {}  # (seq, form) -> its signature, kept
-        # seq -> the signing process's answer still awaited for that record's forms
-        self._ahead: dict[int, asyncio.Future[list[bytes]]] = {}
+        # (seq, form) -> its signature, kept. Ordered: the oldest is dropped as each new one comes, and a
+        # plain dict's first key is found by skipping every key deleted before it.
+        self._signed: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
         self._newest = 0  # the highest seq kept
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
@@ -300,125 +302,10 @@ class Forms:
             return kept
         signed = self._signed
         signed[key] = kept
-        first = next(iter(signed))  # the first kept: dicts keep insertion order, about seq order
+        first = next(iter(signed))  # the first kept, in insertion order: about seq order
         if first[0] <= cutoff:
             del signed[first]
         return kept
-
-    def _signed_now(self, record: Mapping[str, Any], state: RoomState) -> bool:
-        """Every form ``record`` is broadcast in has its signature kept, valid for ``state``."""
-        seq = record["seq"]
-        for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
-            kept = self._signed.get((seq, form))
-            if kept is None:
-                return False
-            if kept.reveals != state.reveals or kept.record is not record:
-                # Signed against another state (ahead of a reveal that was then in flight) or another
-                # record object: still good if the form renders the same.
-                if kept.base != render(record, form, state):
-                    return False
-                kept.reveals, kept.record = state.reveals, record
-        return True
-
-    def sign_ahead(
-        self, records: Sequence[Mapping[str, Any]], state: RoomState, signer: SignerProcess | None
-    ) -> asyncio.Future[list[bytes]] | None:
-        """Have ``signer`` sign the forms ``records`` will be broadcast in, as of ``state``; None when
-        there is nothing to sign or nobody to sign it (signing off, the process gone).
-
-        Called as the records are handed to the log (``state`` is then the room's pending state, which
-        renders them as the committed state will unless a reveal slips in between, and ``prepare`` checks
-        that), so a signature is usually back before the commit is and the event leaves with its ack.
-        """
-        keyring = self.keyring
-        if keyring is None or signer is None or not signer.alive or not records:
-            return None
-        jobs: list[tuple[tuple[int, str], dict[str, Any], Mapping[str, Any], bytes]] = []
-        bodies: list[bytes] = []
-        for record in records:
-            seq = record["seq"]
-            for form in (FULL, SEALED) if state.is_hidden(seq) else (FULL,):
-                base = render(record, form, state)
-                try:
-                    # Encoded once, here: the process signs these bytes, and the sockets get the same
-                    # bytes with ``t``, ``kid`` and ``sig`` appended (``_Kept.wire``).
-                    body = canonical(signed_part(base))
-                except CanonicalError:
-                    continue  # never signable: ``frame`` raises it where the event is sent
-                jobs.append(((seq, form), base, record, body))
-                bodies.append(body)
-        if not jobs:
-            return None
-        reveals = state.reveals
-        signing = signer.sign(self.room_id, bodies)
-        ahead = self._ahead
-        for record in records:
-            ahead[record["seq"]] = signing
-
-        def keep(signed: asyncio.Future[list[bytes]]) -> None:
-            for record in records:
-                if ahead.get(record["seq"]) is signed:
-                    del ahead[record["seq"]]
-            if not signed.cancelled() and signed.exception() is None:
-                for (key, base, record, body), sig in zip(jobs, signed.result(), strict=True):
-                    self._keep(key, _Kept(reveals, base, body, sig, record))  # late ones too: welcomes
-
-        signing.add_done_callback(keep)
-        return signing
-
-    def prepare(
-        self,
-        records: Sequence[Mapping[str, Any]],
-        state: RoomState,
-        signer: SignerProcess | None,
-        wait: float = SIGNER_WAIT,
-    ) -> asyncio.Future[None] | None:
-        """Before ``records`` are broadcast: None when every form they go out in is signed already (or
-        there is nothing to wait for: signing is off, the signing process is gone); else a future done once
-        the signing process has answered for them, or after ``wait`` seconds at most.
-
-        Forms still missing and not already asked for (by ``sign_ahead``) are asked for now. Whatever is
-        not signed when the wait ends, ``frame`` signs itself: a signing process starved of CPU on a busy
-        machine delays events by ``wait`` at most, never by however long the scheduler keeps it waiting.
-        """
-        if self.keyring is None or not records:
-            return None
-        waits: dict[asyncio.Future[list[bytes]], None] = {}
-        unasked: list[Mapping[str, Any]] = []
-        for record in records:
-            if self._signed_now(record, state):
-                continue
-            asked = self._ahead.get(record["seq"])
-            if asked is not None:
-                waits[asked] = None
-            else:
-                unasked.append(record)
-        if unasked:
-            asked = self.sign_ahead(unasked, state, signer)
-            if asked is not None:
-                waits[asked] = None
-        if not waits:
-            return None
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        left = len(waits)
-
-        def finish() -> None:
-            if not done.done():
-                done.set_result(None)
-                timer.cancel()
-
-        def answered(_: asyncio.Future[list[bytes]]) -> None:
-            nonlocal left
-            left -= 1
-            if not left:
-                # After ``keep`` (added first): the signatures are kept by now.
-                finish()
-
-        timer = loop.call_later(wait, finish)
-        for asked in waits:
-            asked.add_done_callback(answered)
-        return done
 
 
 class Renderer:

@@ -16,7 +16,6 @@ import http
 import itertools
 import json
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,9 +51,9 @@ from relay.logs import REQUEST, debug_enabled, get_logger
 from relay.looplag import LoopLag
 from relay.metrics import CONTENT_TYPE as METRICS_TYPE
 from relay.metrics import Metrics
+from relay.nonces import NoncePool
 from relay.ratelimit import TokenBucket
 from relay.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
-from relay.signer import SignerProcess
 from relay.signing import Keyring, load_keyring
 from relay.state import RoomState
 
@@ -122,9 +121,6 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
-    unsigned: list[dict[str, Any]] = field(default_factory=list)  # handed to the log, not yet to the signer
-    # Committed groups in seq order, each with the signing it waits for (None: nothing to wait for).
-    signing: deque[tuple[list[dict[str, Any]], asyncio.Future[None] | None]] = field(default_factory=deque)
 
 
 class Relay:
@@ -145,11 +141,8 @@ class Relay:
         # The published keys, as the welcome carries them and /.well-known/tablerelay-keys.json serves them.
         self.keys: list[dict[str, Any]] = keyring.jwks()["keys"] if keyring is not None else []
         self._jwks = json.dumps({"keys": self.keys}).encode()
-        # Signs ahead of each broadcast (relay.fanout.Forms.prepare); started by ``run``.
-        self.signer: SignerProcess | None = None
-        self._signing = 0  # groups waiting for their signatures
-        self._signed = asyncio.Event()
-        self._signed.set()
+        # Makes the nonces that let the loop sign each event form in 2 µs (relay.nonces); ``run`` starts it.
+        self.nonces: NoncePool | None = None
         self.limits = config.limits
         self.log = log
         # Appends that lost a race to another relay node are tried again (only with the cluster store).
@@ -236,13 +229,6 @@ class Relay:
         self._inflight.add(pending)
         self._idle.clear()
         future.add_done_callback(lambda f: self._appended(handle, pending, f))
-        if self.signer is not None:
-            # Signed while SQLite commits (the request goes out with this iteration's tick, one per
-            # room): the signatures are usually back first, so the events leave with their acks, in one
-            # write to the roller, without waiting for the signing process.
-            handle.unsigned.extend(pending.records)
-            self._pending_rooms[handle] = None
-            self._schedule_tick()
 
     def _appended(self, handle: RoomHandle, pending: Pending, future: asyncio.Future[int]) -> None:
         self._inflight.discard(pending)
@@ -253,10 +239,8 @@ class Relay:
             self._failed(handle, pending, error)
             return
         try:
-            # Acks go out at once: stored is stored. The events follow once signed (``_tick``), so a
-            # roller's next roll never waits for the signing process to be scheduled. (Holding each ack
-            # for its event saves a write per roller, but on a loaded machine the signer's scheduling
-            # delays then gated every roll: 0.66x of unsigned against 0.70-0.93x, bench/changes.md.)
+            # The acks are queued now and the events, signed, at the end of this iteration (``_tick``):
+            # a roller gets its ack and its event in one write.
             self._execute(handle, handle.room.committed_append(pending))
         except Exception:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
@@ -349,61 +333,21 @@ class Relay:
     def _tick(self) -> None:
         self._tick_scheduled = False
         rooms, self._pending_rooms = self._pending_rooms, {}
-        signer = self.signer
-        for handle in rooms:
-            if handle.unsigned:
-                unsigned, handle.unsigned = handle.unsigned, []
-                try:
-                    handle.forms.sign_ahead(unsigned, handle.room.pending, signer)
-                except Exception:
-                    logger.exception("signing_failed", room=handle.room.id, first=unsigned[0]["seq"])
-        if signer is not None:
-            signer.flush()  # in the same iteration as the appends reach the SQLite writer
         for handle in rooms:
             if handle.outgoing:
                 records, handle.outgoing = handle.outgoing, []
-                self._sign_then_broadcast(handle, records)
+                try:
+                    fanout.broadcast(
+                        records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
+                    )
+                except Exception:
+                    logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
         outboxes, self._pending_outboxes = self._pending_outboxes, {}
         for outbox in outboxes:
             try:
                 outbox.flush()
             except Exception:
                 logger.exception("flush_failed")
-
-    def _sign_then_broadcast(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
-        """Broadcast ``records`` once their forms are signed, after the groups committed before them."""
-        signed = None
-        try:
-            signed = handle.forms.prepare(records, handle.room.committed, self.signer)
-        except Exception:
-            # Broadcast anyway: ``Forms.frame`` signs what was not signed ahead.
-            logger.exception("signing_failed", room=handle.room.id, first=records[0]["seq"])
-        handle.signing.append((records, signed))
-        if signed is None:
-            self._release(handle)
-            return
-        self._signing += 1
-        self._signed.clear()
-
-        def finished(_: asyncio.Future[None]) -> None:
-            self._signing -= 1
-            if not self._signing:
-                self._signed.set()
-            self._release(handle)
-
-        signed.add_done_callback(finished)
-
-    def _release(self, handle: RoomHandle) -> None:
-        """Broadcast the room's groups whose signing is done, oldest first."""
-        queue = handle.signing
-        while queue and (queue[0][1] is None or queue[0][1].done()):
-            records, _ = queue.popleft()
-            try:
-                fanout.broadcast(
-                    records, handle.subscribers, handle.room.committed, handle.forms, self._overflow
-                )
-            except Exception:
-                logger.exception("broadcast_failed", room=handle.room.id, first=records[0]["seq"])
 
     def send_frame(self, conn: Connection, frame: dict[str, Any]) -> None:
         self._send(conn, frame)
@@ -726,9 +670,6 @@ class Relay:
         await self.drain()
         for _ in range(3):  # the broadcast and outbox flushes the last commits scheduled
             await asyncio.sleep(0)
-        await self._signed.wait()  # broadcasts waiting for their signatures
-        for _ in range(3):
-            await asyncio.sleep(0)
         closing = [
             ws.close(protocol.CLOSE_GOING_AWAY, "The server is shutting down; reconnect and resume.")
             for ws in list(self._sockets)
@@ -857,9 +798,12 @@ async def run(
         keyring = load_keyring(config.data, config.signing_key)
     log = await stores.open_log(config)
     clean = True
+    nonces = None
+    if keyring is not None and config.signing_nonces == "ahead":
+        nonces = await NoncePool.start()
+        keyring = keyring.with_nonces(nonces.take)
     relay = Relay(config, log, secret, resolve=resolve, keyring=keyring)
-    if keyring is not None:
-        relay.signer = await SignerProcess.start(keyring.private)
+    relay.nonces = nonces
     if isinstance(log, SqliteLog):
         log.on_commit = relay.metrics.batch.observe
     elif log.shared:  # the cluster store (nats-py imported only then)
@@ -872,6 +816,8 @@ async def run(
             await relay.presence.start()
         except Exception as exc:
             await log.close()
+            if nonces is not None:
+                await nonces.close()
             raise stores.StoreUnusable(f"Cannot set up the presence buckets on NATS: {exc}.") from exc
     try:
         async with serve(
@@ -924,8 +870,8 @@ async def run(
             clean = False
             logger.error("drain_timeout", seconds=bound, appends_in_flight=len(relay._inflight))
     finally:
-        if relay.signer is not None:
-            await relay.signer.close()
+        if relay.nonces is not None:
+            await relay.nonces.close()
         if relay.presence is not None:
             await relay.presence.close()
         public.forget_serving(config.data)

@@ -90,22 +90,19 @@ def forget(room: Room, unsent: int | None, keep: Container[int] = ()) -> int:
 
 def unsent(handle: RoomHandle) -> int | None:
     """The first committed seq of ``handle``'s room not yet broadcast, or None."""
-    if handle.signing:
-        return int(handle.signing[0][0][0]["seq"])
     if handle.outgoing:
         return int(handle.outgoing[0]["seq"])
     return None
 
 
 def idle(handle: RoomHandle) -> bool:
-    """No socket, nothing being stored, nothing waiting to be signed or broadcast."""
+    """No socket, nothing being stored, nothing waiting to be broadcast."""
     return not (
         handle.subscribers
         or handle.sessions
         or handle.room.sockets
         or handle.room.inflight
         or handle.outgoing
-        or handle.signing
     )
 
 

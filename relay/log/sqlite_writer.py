@@ -3,8 +3,7 @@
 With the writer thread, a commit of some 44 appends took 2.5–5.1 ms of wall time for 1.0–1.5 ms of the
 thread's CPU: the rest was waiting for the GIL behind the busy event loop, once when the thread wakes and
 once per statement it steps. A child process commits on the other core with a GIL of its own; the loop
-only writes one request per iteration to a pipe and reads the answers back, as with the signing process
-(``relay.signer``).
+only writes one request per iteration to a pipe and reads the answers back.
 
 The pipe protocol, msgpack both ways. The child first answers ``["ready"]`` once its connection is open
 (or ``["failed", sentence]``). Each request is a list of items in the order they were made:

@@ -17,9 +17,9 @@ import pytest
 
 from relay import signing
 from tests import spec_signing
-from tests.console import tablerelay_bin
+from tests.console import serve_refusal, tablerelay_bin
 
-from .conftest import Client, Room, Server
+from .conftest import Client, Room, Server, server_env
 
 POWER = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
 DUALITY = {"system": "daggerheart.duality", "modifier": 1}
@@ -224,6 +224,46 @@ def test_a_roll_keeps_verifying_after_a_restart_and_a_rotation(server_factory: A
     again = next(e for e in history if e["seq"] == before["seq"])
     assert again["kid"] == current["kid"]
     assert_verifies(again, room.id, new_keys)
+
+
+def test_each_signature_has_a_fresh_nonce_unless_told_to_be_deterministic(
+    server_factory: Any, tmp_path: Path
+) -> None:
+    # relay.ed25519: the server's nonces are made ahead of time, so its signatures are not RFC 8032's
+    # deterministic ones, every one has its own R, and all verify; ``signing_nonces = deterministic``
+    # gives exactly RFC 8032's signature.
+    import asyncio
+
+    async def rolls(srv: Server, room: Room) -> list[dict[str, Any]]:
+        gm = await Client.join(srv.url, room.gm, "gm")
+        last = 0
+        for i in range(30):
+            last = (await gm.roll(POWER, "gm" if i % 4 == 0 else "public", label=f"Roll {i}"))["seq"]
+        await gm.event(last)
+        events = all_events(gm)
+        await gm.close()
+        return events
+
+    for mode in ("ahead", "deterministic"):
+        data = tmp_path / mode
+        srv = server_factory(data, TABLERELAY_SIGNING_NONCES=mode)
+        room = srv.create_room(mode)
+        keys = jwks(srv)
+        events = asyncio.run(rolls(srv, room))
+        private = signing.load_keyring(data).private
+        assert len(events) > 30
+        for event in events:
+            assert_verifies(event, room.id, keys)
+        same = [event["sig"] == private.sign(signing.signed_bytes(event, room.id)) for event in events]
+        if mode == "ahead":
+            assert not any(same), "every signature from the pool, none deterministic"
+            points = [event["sig"][:32] for event in events]
+            assert len(set(points)) == len(points), "a nonce is never used twice"
+        else:
+            assert all(same), "RFC 8032's signatures, byte for byte"
+        srv.stop()
+    line = serve_refusal(tmp_path / "bad", server_env("s" * 32, {"TABLERELAY_SIGNING_NONCES": "random"}))
+    assert line == "tablerelay: signing_nonces must be ahead or deterministic; got 'random'.", line
 
 
 def cli(server: Server, *args: str) -> subprocess.CompletedProcess[bytes]:

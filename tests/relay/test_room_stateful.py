@@ -97,8 +97,11 @@ def in_audience(visibility: str, roller: str, viewer: str, role: str, merged: di
 
 def resolve(merged: dict[str, str], participant: str) -> str:
     """Who ``participant`` is now, following merges (a chain a→b, b→c ends at c)."""
+    seen = {participant}
     while participant in merged:
         participant = merged[participant]
+        assert participant not in seen, f"merges in a cycle: {merged}"  # fail, never loop for good
+        seen.add(participant)
     return participant
 
 
@@ -513,9 +516,12 @@ class RoomMachine(RuleBasedStateMachine):
             assert (record["kind"], record["generation"]) == ("invites", frame["generation"]), record
 
     def merges_known(self) -> dict[str, str]:
-        """Stored merges, and those in flight (the room already answers as if they were stored)."""
+        """Stored merges, and those in flight that the room already answers as if they were stored: not the
+        appends queued behind a failure, which the log will refuse (their generation is over)."""
         merges = dict(self.merged)
         for pending in self.queue:
+            if pending.generation != self.room.generation:
+                continue
             for record in pending.records:
                 if record["kind"] == "merge":
                     merges[record["merged"]["id"]] = record["into"]["id"]
