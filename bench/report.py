@@ -867,13 +867,13 @@ Server CPU (µs, all threads) in the same runs:
 
 {table(["", "signing on", "signing off"], cpu_rows)}
 
-Each event and audience form is encoded once on the event loop, as the sockets get it; the relay's
-signing process, on the other core, makes its canonical bytes and one Ed25519 signature (about 30 µs)
-while SQLite commits the roll, so the event usually leaves in the same write as its ack; the server CPU
-above counts both processes. A signature is made once however many sockets receive the event, so fan-out
-barely notices it; acked rolls pay it once per roll, against 110–150 µs of other work, and on a machine
-whose cores are busy with other work the signing process has to wait for one, which is where the ratio
-moves from run to run. Verifying is the clients' work.
+Each event and audience form is encoded once on the event loop, canonically, as the sockets get it, and
+signed there in about 3 µs: the costly part of an Ed25519 signature, the nonce point r·B (about 18 µs),
+does not depend on the message, so a child process makes those points ahead of time, on the other core,
+from random nonces (docs/verification.md, "How the server signs"). Nothing waits for a signature: the
+event leaves in the same write as its ack. The server CPU above counts both processes. A signature is
+made once however many sockets receive the event, so fan-out barely notices it; acked rolls pay it once
+per roll. Verifying is the clients' work.
 """
     return text, goals
 
@@ -1225,9 +1225,8 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
     if value is not None and value > GOAL_TABLES_P99:
         out.append(
             "- Many tables, p99: a roll passes the event loop twice (read, commit done) with the SQLite "
-            "writer thread and the signing process working side by side between, and a third time when "
-            "the signature comes back after the commit; each pass waits behind everything else the loop "
-            "has to do, and on the shared machine each hand-off can wait for a core."
+            "writer thread's commit between; each pass waits behind everything else the loop has to do, "
+            "and on the shared machine each hand-off can wait for a core."
         )
     rooms = _find(apps, rooms=100, rollers_per_room=1)
     value = goals.get("rooms_appends")
@@ -1237,8 +1236,8 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"{100 * rooms['server_cpu']:.0f} % busy at {1e6 * rooms['server_cpu'] / rooms['rate']:,.0f} µs "
             "per roll (both processes). Each roller waits for its own ack, so the rate is 100 ÷ the round "
             "trip (frame in, a SQLite commit on the writer thread, the ack out); the rolls of an iteration "
-            "share a commit, but each still costs its own read, resolve and write (ack and event together "
-            "when the signature is back before the commit), and every hand-off to the writer thread is a "
+            "share a commit, but each still costs its own read, resolve and write (ack and event together), "
+            "and every hand-off to the writer thread is a "
             "GIL hand-over that waits behind the busy event loop. A writer process instead of the thread "
             '(`sqlite_writer = "process"`) takes that wait out but makes each commit two wake-ups between '
             "processes: against the thread it moved acked rolls within the noise for 10–20 µs more of the "
@@ -1251,7 +1250,7 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"- One roll at a time into a room of 100: {value:.2f}× bare. Per delivery the relay used "
             f"{small[0]['chain_server_cpu_us']:.1f} µs of CPU and the bare server "
             f"{small[1]['chain_server_cpu_us']:.1f} µs; with 100 deliveries per roll the roll's fixed cost "
-            "(the commit and the signature, made side by side, and the ack) weighs a tenth of what it does "
+            "(the commit, the signature and the ack) weighs a tenth of what it does "
             "at 1,000, and with one roll in flight every hop between threads and processes is wall time "
             "(the writer process makes the commit's hop a process wake-up: a median 0.89× of the thread's "
             "rate in the table of changes)."
@@ -1274,16 +1273,12 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
         out.append(
             f"- Acked rolls, signing on ÷ off: {value:.2f}×. Per acked roll (medians of the runs) the event "
             f"loop used {median(True, 'event loop thread'):.0f} µs signed against "
-            f"{median(False, 'event loop thread'):.0f} µs unsigned, and the signing process "
-            f"{median(True, 'child processes'):.0f} µs. The canonical encoding is compiled "
-            "(msgspec, a few µs "
-            "a form) and the signature is libsodium's in the signing process; with a signing process that "
-            "answered at once with zero bytes the loop's extra stayed the same (table of changes), so "
-            "what is left is the round trip's mechanism: the pipe both ways, the loop iterations it costs, "
-            "and the event leaving in a second write when its signature comes after the commit. On two "
-            "cores shared with the 100 rollers the signing process's CPU also comes out of the rollers' "
-            "core. One signature per event and form is the contract (spec/signing.md); a core to spare is "
-            "what would close the gap (signing in a thread and holding acks back were measured and lost)."
+            f"{median(False, 'event loop thread'):.0f} µs unsigned, and the process making nonces "
+            f"{median(True, 'child processes'):.0f} µs. The loop's extra is the canonical check and "
+            "encoding (msgspec, a few µs a form), the signature with a nonce made ahead (about 3 µs) and "
+            "the signed frame's bytes; on two cores shared with the 100 rollers the nonce process's CPU "
+            "comes out of the rollers' and the writer thread's core. One signature per event and form is "
+            "the contract (spec/signing.md)."
         )
     return out
 
@@ -1294,14 +1289,12 @@ def _tables_floor(relay: dict[str, Any], bare: dict[str, Any]) -> str:
     return (
         f"Server CPU per roll {relay['server_cpu_us_per_roll']:.0f} µs against the bare server's "
         f"{bare['server_cpu_us_per_roll']:.0f} µs ({parts}). The bare server's whole cost is one read and "
-        "seven `send()`s; the relay makes the same seven writes when the signature is back before the "
-        "commit (the roller's ack and event leave together; eight when it is not), and its event loop also "
-        "parses and resolves the roll, hands it to the SQLite writer thread, encodes the ack and the event "
-        "form, and writes the form to the signing process's pipe; the writer thread's insert (one "
-        "statement per loop iteration, a few rolls each at this rate) and the signing process (canonical "
-        "bytes and the signature) come on top. In the profile most of the loop's samples are system calls "
-        "(socket writes, the pipe write that wakes the signer, `epoll`) and waits for the GIL while the "
-        "writer thread holds it, not the relay's Python"
+        "seven `send()`s; the relay makes the same seven writes (the roller's ack and event leave "
+        "together), and its event loop also parses and resolves the roll, hands it to the SQLite writer "
+        "thread, encodes the ack and the event form canonically and signs it (with a nonce made ahead by "
+        "a child process); the writer thread's insert (one statement per loop iteration, a few rolls each "
+        "at this rate) comes on top. In the profile most of the loop's samples are system calls (socket "
+        "writes, `epoll`) and waits for the GIL while the writer thread holds it, not the relay's Python"
     )
 
 

@@ -220,6 +220,12 @@ def parse_log_line(line: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def without_sig(event: dict[str, Any]) -> dict[str, Any]:
+    """An event but for its signature: what two copies of one event share (each signing of an event has a
+    nonce of its own, so two signatures of it differ: docs/verification.md)."""
+    return {key: value for key, value in event.items() if key != "sig"}
+
+
 def server_env(secret: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
     env["TABLERELAY_SECRET"] = secret

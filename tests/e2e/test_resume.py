@@ -8,7 +8,7 @@ from typing import Any
 
 from relay import signing
 
-from .conftest import VISIBILITIES, Client, Room, Server, assert_full, assert_sealed
+from .conftest import VISIBILITIES, Client, Room, Server, assert_full, assert_sealed, without_sig
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 
@@ -19,10 +19,6 @@ def last_seen(client: Client) -> int:
 
 def other_epoch(epoch: Any) -> Any:
     return epoch + 7919 if isinstance(epoch, int) else f"{epoch}-not-this-one"
-
-
-def without_sig(event: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in event.items() if key != "sig"}
 
 
 async def test_resume_delivers_exactly_the_gap(server: Server, room: Room, clients: Any) -> None:
