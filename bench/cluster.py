@@ -220,7 +220,7 @@ async def many_tables(
             single_runs.append(
                 await tables.run_once(single.pid, s_driver, s_receivers, picks, per_room, window)
             )
-            # Each node with its signing process, as the single node's figure counts its own.
+            # Each node with its nonce process, as the single node's figure counts its own.
             node_pids = [p for pid in relays.pids for p in (pid, *children(pid))]
             before = cpu_of({"nodes": node_pids, "nats": nats_pids})
             run = await tables.run_once(relays.pids[0], c_driver, c_receivers, picks, per_room, window)
@@ -455,9 +455,9 @@ def section(results: dict[str, Any]) -> str:
         lines += [
             "",
             f"CPU per roll in the cluster: {cluster['cpu_us_per_roll_nodes']:,.0f} µs in the two relay nodes "
-            f"together (their signing processes included), {cluster['cpu_us_per_roll_nats']:,.0f} µs in the "
+            f"together (their nonce processes included), {cluster['cpu_us_per_roll_nats']:,.0f} µs in the "
             "three NATS servers together; the "
-            f"single node spent {single['server_cpu_us_per_roll']:,.0f} µs (its signing process included).",
+            f"single node spent {single['server_cpu_us_per_roll']:,.0f} µs (its nonce process included).",
         ]
     lines += [
         "",

@@ -9,7 +9,7 @@ on both sides, as a real client does.
 
 Per run: deliveries per second to the members, rolls per second (the relay's acked, the bare server's
 broadcast), p50 / p99 from a roll's intent leaving the driver to the last member of its room receiving
-the event, and the server's CPU per roll (the relay's signing process counts as the server).
+the event, and the server's CPU per roll (the relay's nonce process counts as the server).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ async def run_once(
 
 def split_cpu(pid: int) -> dict[str, float]:
     """CPU seconds so far of the server's main thread (the event loop), of its other threads (the relay's
-    SQLite writer and readers) and of its child processes (the relay's signing process)."""
+    SQLite writer and readers) and of its child processes (the relay's nonce process)."""
     ticks = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = {}
     for task in Path(f"/proc/{pid}/task").glob("*"):
