@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -261,9 +260,9 @@ class Forms:
         self.room_id = room_id
         self.keyring = keyring
         self.capacity = capacity
-        # (seq, form) -> its signature, kept. Ordered: the oldest is dropped as each new one comes, and a
-        # plain dict's first key is found by skipping every key deleted before it.
-        self._signed: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
+        # (seq, form) -> its signature, kept; the old ones are dropped in one sweep now and then (dropping
+        # the first of a dict one at a time makes finding the next first a walk over the deleted keys).
+        self._signed: dict[tuple[int, str], _Kept] = {}
         self._newest = 0  # the highest seq kept
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
@@ -302,9 +301,8 @@ class Forms:
             return kept
         signed = self._signed
         signed[key] = kept
-        first = next(iter(signed))  # the first kept, in insertion order: about seq order
-        if first[0] <= cutoff:
-            del signed[first]
+        if len(signed) > 4 * self.capacity:  # at most two forms a seq: half of these are old by now
+            self._signed = {key: kept for key, kept in signed.items() if key[0] > cutoff}
         return kept
 
 
