@@ -33,6 +33,7 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,32 +102,40 @@ async def run_tables(variants: list[Variant], run_dir: Path, rounds: int, bare: 
             )
 
 
+def _turns(
+    variants: list[Variant], rounds: int, signing_both: bool
+) -> Iterator[tuple[int, Variant, bool, str]]:
+    """(round, variant, signing, name) for every turn: the variants in order, round after round, each
+    signing on then off when ``signing_both``."""
+    for i in range(rounds):
+        for variant in variants:
+            for signing in (True, False) if signing_both else (True,):
+                name = f"{variant.name}{'' if signing else ' unsigned'}" if signing_both else variant.name
+                yield i + 1, variant, signing, name
+
+
 async def run_appends(
     variants: list[Variant], run_dir: Path, rounds: int, rooms: int, per_room: int, signing_both: bool
 ) -> None:
     calibration = await servers.calibrate(run_dir)
-    modes = (True, False) if signing_both else (True,)
     results: dict[str, list[dict[str, Any]]] = {}
-    for i in range(rounds):
-        for variant in variants:
-            for signing in modes:
-                key = f"{variant.name}{'' if signing else ' unsigned'}" if signing_both else variant.name
-                r = await appends.measure(
-                    run_dir,
-                    calibration,
-                    rooms=rooms,
-                    rollers_per_room=per_room,
-                    seconds=1.5,
-                    repeats=2,
-                    signing=signing,
-                    **variant.start(),
-                )
-                results.setdefault(key, []).append(r)
-                _say(
-                    f"round {i + 1} {key:>16} {r['rate']:>7,.0f} acked/s"
-                    f"  {r['cpu_us_per_roll']:>5.0f} µs/roll  {r['cpu_us_per_roll_by']}"
-                    f"  server {r['server_cpu']:.2f} cores, rollers {r['client_cpu']:.2f}  load {loadavg()}"
-                )
+    for i, variant, signing, key in _turns(variants, rounds, signing_both):
+        r = await appends.measure(
+            run_dir,
+            calibration,
+            rooms=rooms,
+            rollers_per_room=per_room,
+            seconds=1.5,
+            repeats=2,
+            signing=signing,
+            **variant.start(),
+        )
+        results.setdefault(key, []).append(r)
+        _say(
+            f"round {i} {key:>16} {r['rate']:>7,.0f} acked/s"
+            f"  {r['cpu_us_per_roll']:>5.0f} µs/roll  {r['cpu_us_per_roll_by']}"
+            f"  server {r['server_cpu']:.2f} cores, rollers {r['client_cpu']:.2f}  load {loadavg()}"
+        )
     for key, runs in results.items():
         rates = [r["rate"] for r in runs]
         cpus = [r["cpu_us_per_roll"] for r in runs]
@@ -173,28 +182,25 @@ async def run_chain(variants: list[Variant], run_dir: Path, rounds: int, bare: b
 async def run_burst(variants: list[Variant], run_dir: Path, rounds: int) -> None:
     calibration = await servers.calibrate(run_dir)
     results: dict[str, list[dict[str, Any]]] = {}
-    for i in range(rounds):
-        for variant in variants:
-            for signing in (True, False):
-                key = f"{variant.name}{'' if signing else ' unsigned'}"
-                r = await fanout.measure(
-                    "relay",
-                    run_dir,
-                    calibration,
-                    rooms=1,
-                    per_room=1000,
-                    events=fanout.events_for(1000, 120_000),
-                    repeats=2,
-                    tag=f"ab-{variant.name}",
-                    signing=signing,
-                    **variant.start(),
-                )
-                results.setdefault(key, []).append(r)
-                _say(
-                    f"round {i + 1} {key:>16} bursts {r['rate']:>10,.0f} deliveries/s"
-                    f"  {r['server_cpu_us']:.2f} µs per delivery, server {r['server_busy']:.2f} cores,"
-                    f" receivers {r['receiver_busy']:.2f}  load {loadavg()}"
-                )
+    for i, variant, signing, key in _turns(variants, rounds, True):
+        r = await fanout.measure(
+            "relay",
+            run_dir,
+            calibration,
+            rooms=1,
+            per_room=1000,
+            events=fanout.events_for(1000, 120_000),
+            repeats=2,
+            tag=f"ab-{variant.name}",
+            signing=signing,
+            **variant.start(),
+        )
+        results.setdefault(key, []).append(r)
+        _say(
+            f"round {i} {key:>16} bursts {r['rate']:>10,.0f} deliveries/s"
+            f"  {r['server_cpu_us']:.2f} µs per delivery, server {r['server_busy']:.2f} cores,"
+            f" receivers {r['receiver_busy']:.2f}  load {loadavg()}"
+        )
     for key, runs in results.items():
         rates = [r["rate"] for r in runs]
         cpus = [r["server_cpu_us"] for r in runs]
