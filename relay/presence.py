@@ -39,7 +39,7 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
-from relay.log.nats import bucket_subjects, ensure_bucket
+from relay.log.nats import bucket_subjects, ensure_bucket, patiently
 from relay.logs import get_logger
 from relay.state import Member
 
@@ -104,9 +104,14 @@ class Presence:
     # -- starting and stopping ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.nodes = await ensure_bucket(self.js, NODES_BUCKET, self.replicas, ttl=EXPIRY)
-        self.board = await ensure_bucket(self.js, PRESENCE_BUCKET, self.replicas)
-        await self.nodes.put(self.me, b"1")
+        async def set_up() -> None:
+            # A bucket just made (by this node or another starting with it) takes a moment to elect its
+            # leader: its first put can find no one to answer.
+            self.nodes = await ensure_bucket(self.js, NODES_BUCKET, self.replicas, ttl=EXPIRY)
+            self.board = await ensure_bucket(self.js, PRESENCE_BUCKET, self.replicas)
+            await self.nodes.put(self.me, b"1")
+
+        await patiently(set_up)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._publish()), loop.create_task(self._beat())]
         logger.info("presence_started", run=self.me)

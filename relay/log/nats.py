@@ -37,9 +37,9 @@ import secrets
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 import nats
@@ -82,6 +82,30 @@ READY_TIMEOUT = 30.0
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 Deliver = Callable[[list[Record]], None]
+T = TypeVar("T")
+
+
+#: JetStream's answers while a just-started cluster, or a stream or bucket just made, elects its leader: they
+#: pass on their own, so setting up waits them out (``patiently``).
+NOT_READY: tuple[type[Exception], ...] = (
+    TimeoutError,
+    nats.errors.TimeoutError,
+    nats.js.errors.ServiceUnavailableError,
+    nats.js.errors.NoStreamResponseError,
+)
+
+
+async def patiently(attempt: Callable[[], Awaitable[T]], timeout: float = READY_TIMEOUT) -> T:
+    """``attempt()``, tried again every quarter second while JetStream is not ready (``NOT_READY``), for
+    ``timeout`` seconds at most; then its last error is raised."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await attempt()
+        except NOT_READY:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.25)
 
 
 class StoreError(Exception):
@@ -235,23 +259,20 @@ class NatsLog(EventLog):
         first.append(_CONNECTED)
         nc.options["max_reconnect_attempts"] = -1
         js = nc.jetstream(timeout=5)
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            try:
-                count = await _ensure_stream(js, replicas)
-                kv = await ensure_bucket(js, ROOMS_BUCKET, count)
-                break
-            except (TimeoutError, nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError) as exc:
-                # A cluster that has just started elects its JetStream leader first.
-                if time.monotonic() > deadline:
-                    await nc.close()
-                    raise StoreError(
-                        f"JetStream on {shown(store)} did not answer within {READY_TIMEOUT:.0f} s."
-                    ) from exc
-                await asyncio.sleep(0.25)
-            except (nats.js.errors.Error, StoreError) as exc:
-                await nc.close()
-                raise StoreError(f"JetStream is not usable on {shown(store)}: {exc}.") from exc
+
+        async def set_up() -> tuple[int, KeyValue]:
+            count = await _ensure_stream(js, replicas)
+            return count, await ensure_bucket(js, ROOMS_BUCKET, count)
+
+        try:
+            count, kv = await patiently(set_up)
+        except NOT_READY as exc:
+            await nc.close()
+            waited = f"{READY_TIMEOUT:.0f} s"
+            raise StoreError(f"JetStream on {shown(store)} did not answer within {waited}.") from exc
+        except (nats.js.errors.Error, StoreError) as exc:
+            await nc.close()
+            raise StoreError(f"JetStream is not usable on {shown(store)}: {exc}.") from exc
         log = cls(nc, js, kv, count)
         log._closing = closing
         if follow:

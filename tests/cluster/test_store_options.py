@@ -3,14 +3,17 @@ and a store that cannot be used refused with one sentence."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import nats
+import nats.js.errors
 import pytest
 
-from relay.log.nats import STREAM, NatsLog, StoreError
+from relay.log.nats import STREAM, NatsLog, StoreError, patiently
 from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsd import NatsServer, free_port
 from tests.console import serve_refusal, tablerelay_bin
@@ -96,3 +99,32 @@ def test_life_cycle_commands_say_an_unreachable_nats_store_cannot_be_reached(
     assert "Cannot reach the NATS servers" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "tablerelay.sqlite3").exists(), "nothing was done to a local file instead"
+
+
+async def test_setting_up_waits_out_a_bucket_that_has_no_leader_yet(guarded: NatsServer) -> None:
+    # What a node starting beside another, or right after the cluster, meets: a put to a KV bucket whose
+    # stream is not there (or not led) yet gets no answer. ``patiently`` (the store's connect and the
+    # presence buckets use it) tries again until it is; something that never comes is given up on.
+    nc = await nats.connect(f"nats://gm:s3cret@127.0.0.1:{guarded.port}")
+    try:
+        js = nc.jetstream(timeout=2)
+        with pytest.raises(nats.js.errors.NoStreamResponseError):
+            await js.publish("$KV.later.key", b"1")
+
+        async def make_it() -> None:
+            await asyncio.sleep(0.6)
+            await js.create_key_value(bucket="later", history=1)
+
+        maker = asyncio.create_task(make_it())
+        started = time.monotonic()
+        ack = await patiently(lambda: js.publish("$KV.later.key", b"1"), timeout=10)
+        await maker
+        assert ack.stream == "KV_later"
+        assert time.monotonic() - started >= 0.5, "it waited for the bucket"
+        assert (await (await js.key_value("later")).get("key")).value == b"1"
+        started = time.monotonic()
+        with pytest.raises(nats.js.errors.NoStreamResponseError):
+            await patiently(lambda: js.publish("$KV.never.key", b"1"), timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        await nc.close()
