@@ -63,7 +63,7 @@ class Config:
     # every verifying client reports as a failure.
     signing: bool = True
     # How signatures get their nonces (relay.ed25519): "ahead", random ones made beforehand by a child
-    # process (2 µs a signature on the event loop), or "deterministic", RFC 8032's (20 µs), for machines
+    # process (3 µs a signature on the event loop), or "deterministic", RFC 8032's (20 µs), for machines
     # whose memory may be restored from one snapshot more than once. TABLERELAY_SIGNING_NONCES.
     signing_nonces: str = "ahead"
     # Where events are stored: "sqlite" (the data folder) or nats://HOST:PORT[,nats://...] (a cluster,

@@ -7,7 +7,7 @@ once the event exists: it sat on the path of every roll. A verifier checks S·B 
 cannot tell how r was chosen, so any r that is secret, uniform and never used twice gives a signature every
 Ed25519 verifier accepts. ``nonces`` draws r from the operating system's CSPRNG and multiplies it out ahead
 of time (the server does it in a child process, relay.nonces); ``Key.sign`` with such a pair is one SHA-512
-and two scalar operations, about 2 µs, on libsodium's constant-time scalar arithmetic.
+and two scalar operations, about 3 µs, on libsodium's constant-time scalar arithmetic.
 
 What this costs in safety: a nonce used for two different messages gives the private key away. Each pair is
 therefore handed out once and dropped (relay.nonces: only in the server's memory, never written anywhere,

@@ -252,7 +252,7 @@ class Forms:
     so a loaded room's memory is bounded by events; an older form (a long resume gap) is signed for the
     welcome that asked and not kept, so it never pushes out the recent forms every welcome shows.
 
-    Each form is encoded once, canonically: the key signs those bytes (about 2 µs with a nonce made ahead
+    Each form is encoded once, canonically: the key signs those bytes (about 3 µs with a nonce made ahead
     of time, ``relay.nonces``) and the sockets get them with the unsigned keys appended.
     """
 
@@ -302,7 +302,7 @@ class Forms:
         signed = self._signed
         signed[key] = kept
         if len(signed) > 4 * self.capacity:  # at most two forms a seq: half of these are old by now
-            self._signed = {key: kept for key, kept in signed.items() if key[0] > cutoff}
+            self._signed = {k: v for k, v in signed.items() if k[0] > cutoff}
         return kept
 
 

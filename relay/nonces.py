@@ -1,4 +1,4 @@
-"""Nonce pairs for Ed25519 made in a child process, so that signing on the event loop costs about 2 µs.
+"""Nonce pairs for Ed25519 made in a child process, so that signing on the event loop costs about 3 µs.
 
 ``relay.ed25519`` explains the scheme: the costly part of a signature, r·B, does not depend on the message,
 so a child process (``python -m relay.nonces``) draws r and multiplies it out ahead of time, on the other

@@ -141,7 +141,7 @@ class Relay:
         # The published keys, as the welcome carries them and /.well-known/tablerelay-keys.json serves them.
         self.keys: list[dict[str, Any]] = keyring.jwks()["keys"] if keyring is not None else []
         self._jwks = json.dumps({"keys": self.keys}).encode()
-        # Makes the nonces that let the loop sign each event form in 2 µs (relay.nonces); ``run`` starts it.
+        # Makes the nonces that let the loop sign each event form in 3 µs (relay.nonces); ``run`` starts it.
         self.nonces: NoncePool | None = None
         self.limits = config.limits
         self.log = log

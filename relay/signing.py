@@ -178,7 +178,7 @@ class Keyring:
     """The key that signs (``kid``) and the JWK Set that is published (``keys``: current and retired).
 
     ``nonces`` hands out nonce pairs made ahead of time (``relay.nonces.NoncePool.take``), each once, for
-    signatures of about 2 µs instead of 20 (``relay.ed25519``); without it, or when it has none, events are
+    signatures of about 3 µs instead of 20 (``relay.ed25519``); without it, or when it has none, events are
     signed as RFC 8032 does, deterministically.
     """
 

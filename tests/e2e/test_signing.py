@@ -143,9 +143,13 @@ async def test_any_change_breaks_the_signature(server: Server, room: Room, clien
     gm = await clients.join(server.url, room.gm, "gm")
     player = await clients.join(server.url, room.player, "player")
     hidden = await player.roll(POWER, "blind", label="Hidden")
-    # Received before the reveal is asked for: an event broadcast after its reveal is already open.
+    # Received before the reveal is asked for: an event broadcast after its reveal is already open. The GM
+    # asks once their own socket has the roll, as a GM's client does (on two nodes, the GM's node may get
+    # it from the stream a moment after the player's).
     sealed = await player.event(hidden["seq"])
+    await gm.event(hidden["seq"])
     reveal = await gm.request({"t": "reveal", "seq": hidden["seq"]})
+    assert reveal["t"] == "ack", reveal
     opened = await player.roll(POWER, "public", label="Open")
     await gm.event(opened["seq"])
     events = [e for e in gm.events() if e["kind"] in ("roll", "reveal")]
