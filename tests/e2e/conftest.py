@@ -220,6 +220,16 @@ def parse_log_line(line: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+async def caught_up(client: Client, *others: Client) -> None:
+    """Wait until ``client`` has every event up to each of ``others``' welcome: what a GM's client has seen
+    before it acts on a participant (on two nodes, the GM's node may learn of an arrival from the stream a
+    moment after that participant's welcome)."""
+    for other in others:
+        seq = int(other.welcome["seq"])
+        if seq > int(client.welcome["seq"]) and not any(int(ev["seq"]) >= seq for ev in client.events()):
+            await client.event(seq)
+
+
 def without_sig(event: dict[str, Any]) -> dict[str, Any]:
     """An event but for its signature: what two copies of one event share (each signing of an event has a
     nonce of its own, so two signatures of it differ: docs/verification.md)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Client, Room, Server, fold_resources
+from .conftest import Client, Room, Server, caught_up, fold_resources
 
 DUALITY = {"system": "daggerheart.duality", "modifier": 1, "difficulty": 12}
 ATTACK = {
@@ -132,10 +132,7 @@ async def test_hope_is_given_by_the_gm_and_spent_by_its_owner(
 ) -> None:
     gm = await clients.join(server.url, room.gm, "gm")
     p1 = await clients.join(server.url, room.player, "p1")
-    # The GM gives Hope to someone their own socket has seen arrive (on two nodes, the GM's node may learn
-    # of the join from the stream a moment after p1's welcome).
-    joined = await gm.event(p1.welcome["seq"])
-    assert (joined["kind"], joined["member"]["id"]) == ("join", p1.id), joined
+    await caught_up(gm, p1)  # the GM gives Hope to someone their own socket has seen arrive
     gain = await gm.request({"t": "resource", "name": "hope", "op": "gain", "n": 10, "participant": p1.id})
     assert gain["t"] == "ack", gain
     ev = await p1.event(gain["seq"])

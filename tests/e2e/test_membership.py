@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from relay.signing import verify
-from tests.e2e.conftest import Client, Refused, Room, Server
+from tests.e2e.conftest import Client, Refused, Room, Server, caught_up
 
 pytestmark = pytest.mark.asyncio
 
@@ -49,6 +49,7 @@ async def test_kick_closes_sockets_and_revokes_the_token_across_a_restart(
     second = await clients.join(server.url, aria.welcome["session"], "aria-phone")
     assert second.id == aria.id, "the session token is the same participant on a second device"
     spectator = await clients.join(server.url, room.spectator, "spectator")
+    await caught_up(gm, aria, second, spectator)
 
     ack = await manage(gm, {"t": "kick", "participant": aria.id, "reason": "Left the group."})
     for socket in (aria, second):
@@ -144,6 +145,7 @@ async def test_merge_adds_hope_within_the_cap_and_the_merged_device_becomes_the_
     aria = await clients.join(server.url, room.player, "aria", name="Aria")
     stale = await clients.join(server.url, room.player, "aria-stale", name="Aria")
     assert stale.id != aria.id
+    await caught_up(gm, aria, stale)
     await manage(gm, {"t": "resource", "name": "hope", "op": "gain", "n": 4, "participant": aria.id})
     await manage(gm, {"t": "resource", "name": "hope", "op": "gain", "n": 3, "participant": stale.id})
     rid = stale.new_id("phone")
@@ -197,6 +199,7 @@ async def test_rename_changes_the_name_everywhere_and_history_keeps_the_old_one(
     gm = await clients.join(server.url, room.gm, "gm")
     p = await clients.join(server.url, room.player, "p", name="Player 3f2a")
     first = await p.roll({"system": "dice", "formula": "1d6"})
+    await caught_up(gm, p)
     ack = await manage(gm, {"t": "rename", "participant": p.id, "name": "Aria"})
     event = await p.event(ack["seq"])
     assert event["member"] == {"id": p.id, "name": "Aria", "role": "player"}
