@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from relay import admission, auth, logs, loops, public, signing, stores
-from relay.config import Config, ConfigError, load
+from relay.config import SIGNING_NONCES, Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import (
     check_synchronous,
@@ -97,7 +97,7 @@ def _check(config: Config) -> None:
         raise ConfigError(f"{exc}.") from exc
     if config.log_format not in ("auto", "json", "console"):
         raise ConfigError(f"log_format must be auto, json or console; got {config.log_format!r}.")
-    if config.signing_nonces not in ("ahead", "deterministic"):
+    if config.signing_nonces not in SIGNING_NONCES:
         raise ConfigError(f"signing_nonces must be ahead or deterministic; got {config.signing_nonces!r}.")
     if not 0 <= config.port <= 65535:
         raise ConfigError(f"port must be from 0 to 65535; got {config.port}.")

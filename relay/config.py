@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: The values of ``signing_nonces``: nonces made ahead by a child process, or RFC 8032's.
+SIGNING_NONCES = ("ahead", "deterministic")
+
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message says which and why."""

@@ -193,11 +193,10 @@ class Keyring:
     @functools.cached_property
     def sign_bytes(self) -> Callable[[bytes], bytes]:
         """Sign bytes with the current key."""
-        key = ed25519.Key(self.private.private_bytes_raw())
+        sign = ed25519.Key(self.private.private_bytes_raw()).sign
         take = self.nonces
         if take is None:
-            return key.sign
-        sign = key.sign
+            return sign
 
         def signed(data: bytes) -> bytes:
             return sign(data, take())
