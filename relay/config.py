@@ -54,10 +54,12 @@ class Config:
     # SQLite's synchronous pragma in WAL mode: "normal" survives process crashes (a commit is in the WAL
     # before the ack) but may lose the last commits on power loss; "full" also fsyncs every commit.
     synchronous: str = "normal"
-    # Who commits to the SQLite file: "thread" (a writer thread in the server process) or "process" (a
-    # writer process of its own, relay.log.sqlite_writer, which never waits for the server's GIL).
-    # TABLERELAY_SQLITE_WRITER.
-    sqlite_writer: str = "thread"
+    # Who commits to the SQLite file: "loop" (the event loop, once per iteration, never waiting for a
+    # lock; a writer thread takes what it cannot do and runs the checkpoints), "thread" (a writer thread
+    # commits everything), "process" (a writer process of its own, relay.log.sqlite_writer, which never
+    # waits for the server's GIL), or "auto": loop with synchronous = normal, else thread (a commit that
+    # syncs to disk must not stop the loop). TABLERELAY_SQLITE_WRITER.
+    sqlite_writer: str = "auto"
     public_url: str | None = None  # e.g. https://dice.example.org, for printed spectator links
     # TABLERELAY_SIGNING_KEY: the Ed25519 private key (PEM, PKCS#8) that signs events; else signing.key in
     # the data folder (relay.signing).

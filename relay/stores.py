@@ -14,7 +14,7 @@ from relay.log.sqlite import SqliteLog
 from relay.log.sqlite_writer import WriterUnusable
 
 SQLITE = "sqlite"
-SQLITE_WRITERS = ("thread", "process")
+SQLITE_WRITERS = ("auto", "loop", "thread", "process")
 #: A cluster node's name: a key token in the NATS buckets (relay.presence).
 NODE_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 T = TypeVar("T")
@@ -27,7 +27,14 @@ def is_cluster(config: Config) -> bool:
 def check(config: Config) -> None:
     """Refuse a store setting that cannot work, with one sentence (raises ``ConfigError``)."""
     if config.sqlite_writer not in SQLITE_WRITERS:
-        raise ConfigError(f"sqlite_writer must be thread or process; got {config.sqlite_writer!r}.")
+        raise ConfigError(
+            f"sqlite_writer must be auto, loop, thread or process; got {config.sqlite_writer!r}."
+        )
+    if config.sqlite_writer == "loop" and config.synchronous != "normal":
+        raise ConfigError(
+            "sqlite_writer = loop needs synchronous = normal: a commit that waits for the disk would stop "
+            f"every table (synchronous is {config.synchronous!r}; use thread or process)."
+        )
     if not is_cluster(config):
         return
     from relay.log.nats import StoreError, servers
@@ -42,6 +49,12 @@ def check(config: Config) -> None:
         raise ConfigError(
             f"TABLERELAY_NODE must be 1 to 32 letters, digits, '-' or '_'; got {config.node!r}."
         )
+
+
+def commits_on_loop(config: Config) -> bool:
+    """Whether the event loop commits to SQLite itself (``sqlite_writer`` loop, or auto without syncs)."""
+    writer = config.sqlite_writer
+    return writer == "loop" or (writer == "auto" and config.synchronous == "normal")
 
 
 def sqlite_only(config: Config, what: str) -> None:
@@ -78,7 +91,7 @@ async def open_log(config: Config, *, follow: bool = True) -> EventLog:
                 return await SqliteLog.with_process(config.db_path, synchronous=config.synchronous)
             except WriterUnusable as exc:
                 raise StoreUnusable(str(exc)) from exc
-        return SqliteLog(config.db_path, synchronous=config.synchronous)
+        return SqliteLog(config.db_path, synchronous=config.synchronous, on_loop=commits_on_loop(config))
     from relay.log.nats import NatsLog, StoreError
 
     try:

@@ -1,9 +1,16 @@
 """The embedded event log: one SQLite file (``Config.db_path``) in WAL mode holding rooms and events.
 
-Writes go through one writer thread that drains a queue and commits every waiting append in a single
-transaction, so a hundred concurrent rollers share one commit instead of paying for a hundred. Each
-append's expected seq is checked against the stored last seq inside that transaction; a mismatch fails
-that append alone. Futures complete after COMMIT returns, in queue order.
+Every append made in one loop iteration is committed together, so a hundred concurrent rollers share
+one commit instead of paying for a hundred. Each append's expected seq is checked against its room's
+last stored seq; a mismatch fails that append alone. Futures complete after the commit, in order.
+
+Who commits (``sqlite_writer``): by default (``on_loop``) the event loop itself, at the end of the
+iteration, as one ``INSERT`` that never waits for a lock; whatever cannot be done that way (another
+connection holds the lock, a room's stored seq moved behind the server's back, an error) goes to the
+writer thread, which waits and checks patiently, and so do the appends after it until it is done. The
+thread also runs the checkpoints, so the loop never syncs the database file. Without ``on_loop`` the
+thread commits everything (each commit then costs a hand-off to it and back: a wake-up, the GIL, and
+the loop's wake-up, which is most of a roll's round trip when rolls come one at a time).
 
 Durability: with ``synchronous=NORMAL`` in WAL mode a committed transaction is in the WAL file before the
 ack, so a crash of the process loses nothing; a power cut or kernel crash may lose the last commits that
@@ -32,12 +39,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgpack
 
 from relay.log.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
+from relay.logs import get_logger
 from relay.state import RoomState
 
 if TYPE_CHECKING:
     from relay.log.sqlite_writer import WriterProcess
 
 T = TypeVar("T")
+logger = get_logger("relay.sqlite")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (
@@ -273,22 +282,15 @@ class Outcome:
 
 
 _STOP = object()
+_CHECKPOINT = object()
 
 #: Rows per INSERT statement (5 parameters each, well under SQLite's 32,766 host parameters).
 INSERT_ROWS = 500
 #: Rooms whose last seq the writer keeps (a few dozen bytes each); past it the map starts over.
 LAST_SEQS_KEPT = 100_000
-
-
-def _take(item: Any, batch: list[Any]) -> bool:
-    """Add a queue item (one call, or a list of appends) to ``batch``; True for the stop marker."""
-    if item is _STOP:
-        return True
-    if isinstance(item, list):
-        batch.extend(item)
-    else:
-        batch.append(item)
-    return False
+#: Rows the loop commits between checkpoints (the thread runs them): SQLite's own automatic checkpoint
+#: comes every 1,000 pages, and a row of a small room's roll fills most of a page of its own.
+CHECKPOINT_ROWS = 1000
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, int, str, bytes]]) -> None:
@@ -306,6 +308,16 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, int, str, bytes
             [value for row in chunk for value in row],
         )
     _index_reveals(conn, rows)
+
+
+def _settle(futures: Sequence[asyncio.Future[Any]], outcomes: Sequence[Outcome]) -> None:
+    for future, outcome in zip(futures, outcomes, strict=True):
+        if future.done():
+            continue
+        if outcome.error is not None:
+            future.set_exception(outcome.error)
+        else:
+            future.set_result(outcome.value)
 
 
 @dataclass
@@ -327,10 +339,44 @@ class Committer:
     keep the same guarantees. ``on_commit`` gets each transaction's append count and the number stored.
     """
 
-    def __init__(self, conn: sqlite3.Connection, on_commit: Callable[[int, int], None]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, on_commit: Callable[[int, int], None], *, remembers: bool = True
+    ) -> None:
         self.conn = conn
         self.on_commit = on_commit
-        self._last: dict[str, int] = {}  # each room's last stored seq
+        # Each room's last stored seq. A committer that does not remember (the thread behind the loop's
+        # committer, which writes too) reads it afresh inside every transaction.
+        self._last: dict[str, int] = {}
+        self.remembers = remembers
+
+    def forget(self) -> None:
+        """Read every room's last seq afresh: another committer on this file may have written."""
+        self._last.clear()
+
+    def learn(self, items: Sequence[AppendItem], outcomes: Sequence[Outcome]) -> None:
+        """Take in what another committer on this file did with ``items``."""
+        for item, outcome in zip(items, outcomes, strict=True):
+            if outcome.error is None and outcome.value is not None:
+                self._last[item.room] = outcome.value
+            else:
+                self._last.pop(item.room, None)
+
+    def attempt(self, items: Sequence[AppendItem]) -> list[Outcome] | None:
+        """Store ``items`` without waiting for anything (the event loop's commit), or return None with
+        nothing stored and nothing remembered, for a patient committer to do instead.
+
+        Rooms whose last seq is not known are read first, outside a transaction: the ``INSERT`` is one
+        statement, and should another connection have written meanwhile the primary key fails it whole.
+        A batch with reveals writes two tables, so it takes a transaction (without waiting for the lock).
+        """
+        appends = [(item, Outcome()) for item in items]
+        locked = any(record["kind"] == "reveal" for item in items for record in item.records)
+        try:
+            self._store(appends, self._last, in_transaction=locked, give_up=sqlite3.Error)
+        except sqlite3.Error:
+            self._last.clear()
+            return None
+        return [outcome for _, outcome in appends]
 
     def process(self, batch: Sequence[AppendItem | CallItem]) -> list[Outcome]:
         outcomes: list[Outcome] = []
@@ -361,9 +407,11 @@ class Committer:
         whole, nothing is stored, and the batch is done again the careful way (``BEGIN IMMEDIATE`` and
         every room's last seq read inside the transaction).
         """
-        if len(appends) <= INSERT_ROWS and all(item.room in self._last for item, _ in appends):
+        if not self.remembers:
+            self._last.clear()
+        elif len(appends) <= INSERT_ROWS and all(item.room in self._last for item, _ in appends):
             try:
-                self._store(appends, self._last, in_transaction=False)
+                self._store(appends, self._last, in_transaction=False, give_up=sqlite3.IntegrityError)
                 return
             except sqlite3.IntegrityError:
                 self._last.clear()  # someone else wrote: the careful way, with seqs read afresh
@@ -377,11 +425,13 @@ class Committer:
         known: dict[str, int],
         *,
         in_transaction: bool,
+        give_up: type[sqlite3.Error] | None = None,
     ) -> None:
-        """One attempt: ``known`` holds last seqs already known; inside a transaction the rest are read.
+        """One attempt: ``known`` holds last seqs already known; the rest are read.
 
-        Outside a transaction the rows must fit one ``INSERT`` (one statement is atomic) and a
-        constraint error is raised for the caller to retry; inside one every error settles the batch.
+        Outside a transaction the rows must fit one ``INSERT`` (one statement is atomic). An error of
+        the ``give_up`` kind is raised, with nothing stored, for the caller to retry another way; any
+        other error settles the batch.
         """
         conn = self.conn
         rows: list[tuple[str, int, int, str, bytes]] = []
@@ -413,7 +463,7 @@ class Committer:
         except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            if not in_transaction and isinstance(exc, sqlite3.IntegrityError):
+            if give_up is not None and isinstance(exc, give_up):
                 raise
             self._last.clear()  # what is stored is not known for sure any more
             for outcome in written:
@@ -458,12 +508,19 @@ def call_item(op: str, args: Sequence[Any]) -> CallItem:
 class SqliteLog(EventLog):
     """The SQLite backend. Create it inside a running event loop; ``close()`` it before the loop ends.
 
-    Writes go to a writer thread, or with ``writer`` (a started ``relay.log.sqlite_writer.WriterProcess``)
-    to a process of its own; reads stay on this process's reader threads either way (WAL).
+    Appends are committed by the event loop itself with ``on_loop`` (the writer thread takes what it
+    cannot do without waiting, see the module's docstring), else by a writer thread, or with ``writer``
+    (a started ``relay.log.sqlite_writer.WriterProcess``) by a process of its own; reads stay on this
+    process's reader threads in every case (WAL).
     """
 
     def __init__(
-        self, path: Path, *, synchronous: str = "normal", writer: WriterProcess | None = None
+        self,
+        path: Path,
+        *,
+        synchronous: str = "normal",
+        writer: WriterProcess | None = None,
+        on_loop: bool = False,
     ) -> None:
         self.path = path
         self.synchronous = synchronous
@@ -481,12 +538,26 @@ class SqliteLog(EventLog):
         self.on_commit: Callable[[int], None] | None = None
         self._process = writer
         self._writer: threading.Thread | None = None
+        self._on_loop: Committer | None = None
+        # Appends (and checkpoints) handed to the thread and not done yet: the loop's wait their turn.
+        self._behind = 0
+        self._since_checkpoint = 0  # rows the loop wrote since it last asked the thread for a checkpoint
         if writer is not None:
             writer.on_commit = self._committed
-        else:
-            self._committer = Committer(connect(path, synchronous), self._committed)
-            self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
-            self._writer.start()
+            return
+        if on_loop:
+            if synchronous != "normal":
+                raise ValueError(
+                    "the event loop commits only with synchronous = normal (a commit that waits for "
+                    f"the disk would stop every table); got {synchronous!r}"
+                )
+            conn = connect(path, synchronous)
+            conn.execute("PRAGMA busy_timeout = 0")  # a held lock sends the batch to the thread
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # the thread checkpoints (and syncs)
+            self._on_loop = Committer(conn, self._committed)
+        self._committer = Committer(connect(path, synchronous), self._committed, remembers=not on_loop)
+        self._writer = threading.Thread(target=self._run, name="tablerelay-sqlite-write", daemon=True)
+        self._writer.start()
 
     @classmethod
     async def with_process(cls, path: Path, *, synchronous: str = "normal") -> SqliteLog:
@@ -508,30 +579,62 @@ class SqliteLog(EventLog):
         try:
             while True:
                 batch: list[tuple[AppendItem | CallItem, asyncio.Future[Any]]] = []
-                stop = _take(self._queue.get(), batch)
-                while not stop and len(batch) < MAX_BATCH:
+                stop = checkpoint = False
+                item = self._queue.get()
+                while True:
+                    if item is _STOP:
+                        stop = True
+                    elif item is _CHECKPOINT:  # what came before it first, and nothing after
+                        checkpoint = True
+                        break
+                    elif isinstance(item, list):  # one loop iteration's appends
+                        batch.extend(item)
+                    else:
+                        batch.append(item)
+                    if stop or len(batch) >= MAX_BATCH:
+                        break
                     try:
-                        more = self._queue.get_nowait()
+                        item = self._queue.get_nowait()
                     except queue.Empty:
                         break
-                    stop = _take(more, batch)
                 if batch:
-                    outcomes = committer.process([item for item, _ in batch])
-                    self._deliver([future for _, future in batch], outcomes)
+                    items = [item for item, _ in batch]
+                    self._deliver(items, [future for _, future in batch], committer.process(items))
+                if checkpoint:
+                    self._checkpoint(committer.conn)
+                    with contextlib.suppress(RuntimeError):
+                        self._loop.call_soon_threadsafe(self._checkpointed)
                 if stop:
                     return
         finally:
             committer.conn.close()
 
-    def _deliver(self, futures: list[asyncio.Future[Any]], outcomes: list[Outcome]) -> None:
+    @staticmethod
+    def _checkpoint(conn: sqlite3.Connection) -> None:
+        """Copy the WAL's pages into the database file (and sync both: off the loop)."""
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # the next one may do; the WAL only grows meanwhile
+            logger.warning("checkpoint_failed", error=str(exc))
+
+    def _checkpointed(self) -> None:
+        self._behind -= 1
+
+    def _deliver(
+        self,
+        items: list[AppendItem | CallItem],
+        futures: list[asyncio.Future[Any]],
+        outcomes: list[Outcome],
+    ) -> None:
         def complete() -> None:
-            for future, outcome in zip(futures, outcomes, strict=True):
-                if future.done():
-                    continue
-                if outcome.error is not None:
-                    future.set_exception(outcome.error)
-                else:
-                    future.set_result(outcome.value)
+            on_loop = self._on_loop
+            if on_loop is not None:
+                if any(isinstance(item, CallItem) for item in items):
+                    on_loop.forget()  # a room created, imported or deleted under its feet
+                appended = [(i, o) for i, o in zip(items, outcomes, strict=True) if isinstance(i, AppendItem)]
+                self._behind -= len(appended)
+                on_loop.learn([i for i, _ in appended], [o for _, o in appended])
+            _settle(futures, outcomes)
 
         with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting any more
             self._loop.call_soon_threadsafe(complete)
@@ -547,10 +650,28 @@ class SqliteLog(EventLog):
         return future
 
     def _hand_over(self) -> None:
-        """Give the writer every append made in this loop iteration, as one queue item."""
+        """Commit every append made in this loop iteration, here when the loop commits and nothing
+        handed to the thread is still waiting, else by giving them to the thread as one queue item."""
         appends, self._appends = self._appends, []
-        if appends:
-            self._queue.put(appends)
+        if not appends:
+            return
+        on_loop = self._on_loop
+        if on_loop is not None:
+            if not self._behind:
+                outcomes = on_loop.attempt([item for item, _ in appends])
+                if outcomes is not None:
+                    _settle([future for _, future in appends], outcomes)
+                    self._since_checkpoint += sum(len(item.records) for item, _ in appends)
+                    if self._since_checkpoint >= CHECKPOINT_ROWS:
+                        # The thread checkpoints while the loop's appends wait behind it: a checkpoint
+                        # that races new writes never reaches the WAL's end, and only one that does lets
+                        # the next write start the WAL over (and that write's sync is then the thread's).
+                        self._since_checkpoint = 0
+                        self._behind += 1
+                        self._queue.put(_CHECKPOINT)
+                    return
+            self._behind += len(appends)
+        self._queue.put(appends)
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -622,6 +743,8 @@ class SqliteLog(EventLog):
             await asyncio.to_thread(self._writer.join)
             # Let the writer's last call_soon_threadsafe run so every future is settled.
             await asyncio.sleep(0)
+            if self._on_loop is not None:
+                self._on_loop.conn.close()
         self._pool.shutdown(wait=True)
         with self._readers_lock:
             for conn in self._readers:

@@ -19,7 +19,7 @@ POWER = {"system": "drawsteel.power", "characteristic": 2}
 PER_CLIENT = 30  # under the default burst of 40 frames, so the rate limit never answers instead of the server
 
 
-@pytest.mark.parametrize("writer", ["thread", "process"])
+@pytest.mark.parametrize("writer", ["loop", "thread", "process"])
 async def test_acknowledged_events_survive_sigkill(
     server_factory: Callable[..., Server], clients: Any, writer: str
 ) -> None:

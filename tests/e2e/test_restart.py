@@ -59,6 +59,8 @@ async def connect(roller: Roller, url: Callable[[], str], deadline: float) -> Cl
         roller.epoch, roller.token, roller.me = welcome["epoch"], welcome["session"], welcome["you"]["id"]
         roller.seen.extend(ev["seq"] for ev in welcome["history"])
         roller.seq = welcome["seq"]
+        # Events that came right behind the welcome (in the same read, even) are already in the frames.
+        roller.take(client, next(i for i, f in enumerate(client.frames) if f is welcome) + 1)
         return client
 
 

@@ -27,13 +27,14 @@ def ev(seq: int, kind: str = "join", who: str = "p1") -> dict[str, Any]:
     }
 
 
-WRITERS = ("thread", "process")
+WRITERS = ("loop", "thread", "process")
 _writer = {"kind": "thread"}
 
 
 @pytest.fixture(autouse=True, params=WRITERS)
 def writer(request: pytest.FixtureRequest) -> str:
-    """Every test runs with the writer thread and with the writer process (relay.log.sqlite_writer)."""
+    """Every test runs with the event loop committing, the writer thread, and the writer process
+    (relay.log.sqlite_writer)."""
     _writer["kind"] = request.param
     return str(request.param)
 
@@ -42,7 +43,7 @@ async def make(tmp_path: Path, **kw: Any) -> SqliteLog:
     path = tmp_path / "data" / "tablerelay.sqlite3"
     if _writer["kind"] == "process":
         return await SqliteLog.with_process(path, **kw)
-    return SqliteLog(path, **kw)
+    return SqliteLog(path, on_loop=_writer["kind"] == "loop", **kw)
 
 
 async def test_rooms_are_created_listed_and_found(tmp_path: Path) -> None:
@@ -202,6 +203,10 @@ async def test_close_finishes_queued_appends(tmp_path: Path) -> None:
 
 
 async def test_full_synchronous_mode_is_accepted(tmp_path: Path) -> None:
+    if _writer["kind"] == "loop":
+        with pytest.raises(ValueError, match="commits only with synchronous = normal"):
+            await make(tmp_path, synchronous="full")  # the loop must not wait for the disk
+        return
     log = await make(tmp_path, synchronous="full")
     try:
         room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id

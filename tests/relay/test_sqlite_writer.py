@@ -51,7 +51,7 @@ async def test_a_writer_process_that_cannot_open_the_file_says_so(tmp_path: Path
 def test_serve_refuses_an_unknown_writer_with_one_sentence(tmp_path: Path) -> None:
     env = server_env("s" * 32, {"TABLERELAY_SQLITE_WRITER": "fork"})
     line = serve_refusal(tmp_path, env)
-    assert line == "tablerelay: sqlite_writer must be thread or process; got 'fork'.", line
+    assert line == "tablerelay: sqlite_writer must be auto, loop, thread or process; got 'fork'.", line
 
 
 def test_serve_refuses_an_unsafe_synchronous_with_one_sentence(tmp_path: Path) -> None:
