@@ -14,8 +14,8 @@ the variables are added to the relay's environment. Shapes:
 - ``rooms100`` / ``room100``: acked rolls with 100 rooms × 1 roller / 100 rollers in one room; a fresh
   server per window, the variants taking turns.
 - ``signing``: ``room100`` with signing on and off for each variant, taking turns.
-- ``chain100``: the fan-out section's one roll at a time into a room of 100 (a fresh server per turn),
-  with the bare ``websockets`` server as one more turn unless ``--no-bare``.
+- ``chain100`` / ``chain1000``: the fan-out section's one roll at a time into a room of 100 / 1,000 (a
+  fresh server per turn), with the bare ``websockets`` server as one more turn unless ``--no-bare``.
 - ``burst1000``: the fan-out section's bursts into a room of 1,000, each variant signing on and off,
   taking turns (a fresh server per turn).
 
@@ -145,7 +145,9 @@ async def run_appends(
         )
 
 
-async def run_chain(variants: list[Variant], run_dir: Path, rounds: int, bare: bool) -> None:
+async def run_chain(
+    variants: list[Variant], run_dir: Path, rounds: int, bare: bool, members: int = 100
+) -> None:
     calibration = await servers.calibrate(run_dir)
     turns: list[tuple[str, str, dict[str, Any]]] = [("relay", v.name, v.start()) for v in variants]
     if bare:
@@ -158,9 +160,9 @@ async def run_chain(variants: list[Variant], run_dir: Path, rounds: int, bare: b
                 run_dir,
                 calibration,
                 rooms=1,
-                per_room=100,
+                per_room=members,
                 events=20,
-                chain_events=225,
+                chain_events=22_500 // members,
                 repeats=1,
                 tag=f"ab-{name}",
                 **start,
@@ -212,10 +214,10 @@ async def run_burst(variants: list[Variant], run_dir: Path, rounds: int) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
-    shapes = ("tables", "rooms100", "room100", "signing", "chain100", "burst1000")
+    shapes = ("tables", "rooms100", "room100", "signing", "chain100", "chain1000", "burst1000")
     parser.add_argument("--shape", choices=shapes, required=True)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-bare", action="store_true", help="tables, chain100: no bare websockets turn")
+    parser.add_argument("--no-bare", action="store_true", help="tables, chains: no bare websockets turn")
     parser.add_argument("variants", nargs="+", help="NAME=TREE[:VAR=VALUE,...]")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tablerelay-ab-"))
@@ -226,8 +228,9 @@ def main() -> None:
             body = run_tables(variants, scratch, args.rounds, not args.no_bare)
         elif args.shape == "rooms100":
             body = run_appends(variants, scratch, args.rounds, 100, 1, False)
-        elif args.shape == "chain100":
-            body = run_chain(variants, scratch, args.rounds, not args.no_bare)
+        elif args.shape in ("chain100", "chain1000"):
+            members = int(args.shape.removeprefix("chain"))
+            body = run_chain(variants, scratch, args.rounds, not args.no_bare, members)
         elif args.shape == "burst1000":
             body = run_burst(variants, scratch, args.rounds)
         elif args.shape == "room100":
