@@ -45,6 +45,7 @@ from relay import (
 )
 from relay.config import Config
 from relay.fanout import Outbox
+from relay.keepalive import Keepalive
 from relay.log.base import Conflict, EventLog
 from relay.log.sqlite import SqliteLog
 from relay.logs import REQUEST, debug_enabled, get_logger
@@ -62,6 +63,9 @@ if TYPE_CHECKING:
 
 logger = get_logger("relay.server")
 MAX_ROOM_ID = 64
+#: Seconds between keepalive pings, and to wait for each pong before closing with 1011 (relay.keepalive).
+PING_INTERVAL = 20.0
+PING_TIMEOUT = 20.0
 NOT_BUILT = (
     b"This page is not installed on this server. A wheel carries it; a checkout needs "
     b"'python scripts/build_assets.py --develop' (./scripts/run does it).\n"
@@ -170,6 +174,7 @@ class Relay:
         self.public_base = public.public_base(config, (config.host, config.port))
         self.lag = LoopLag(observe=self.metrics.loop_lag.observe)
         self.upkeep = upkeep.Upkeep(self)  # old hidden rolls out of memory, idle rooms unloaded
+        self.keepalive = Keepalive(PING_INTERVAL, PING_TIMEOUT)  # one timer pings every socket
         self.gate = admission.Gate(config)  # origins allowed, sockets per client address
 
     # -- rooms -------------------------------------------------------------------------------------------
@@ -395,6 +400,7 @@ class Relay:
         assert task is not None
         self._handlers.add(task)
         self._sockets.add(ws)
+        self.keepalive.add(ws)
         conn = Connection(ws, self.config, self._schedule_flush)
         # Bound for the rest of this task (websockets runs each connection in a task of its own, whose
         # context dies with it), without a context manager object kept alive per idle socket.
@@ -829,8 +835,8 @@ async def run(
             max_size=config.limits.max_frame,
             max_queue=64,
             server_header="tablerelay",
-            ping_interval=20,
-            ping_timeout=20,
+            ping_interval=None,  # relay.keepalive pings instead: one timer, not a task per socket
+            ping_timeout=None,
             close_timeout=10,
         ) as server:
             port = server.sockets[0].getsockname()[1] if server.sockets else config.port
@@ -856,6 +862,7 @@ async def run(
             finally:
                 lag.cancel()
                 tending.cancel()
+                await relay.keepalive.close()
             logger.info("stopping", connections=len(relay.connections))
             begun = time.monotonic()
             bound = config.limits.drain_timeout
