@@ -10,7 +10,8 @@ The pipe protocol: the parent writes a count (4 bytes, big-endian); the child an
 the pool asks for ``BATCH`` more when it holds ``BATCH`` or fewer, so it holds at most ``2 × BATCH - 1``
 pairs, a few tens of milliseconds of signing at the fastest the server goes. When the pool is empty
 (startup before the first answer, a burst faster than the child, the child gone) ``take`` answers None and
-the key signs as RFC 8032 does: the same trust, 20 µs instead of 2.
+the key signs as RFC 8032 does: the same trust, 20 µs instead of 2. A child that ends while the server
+runs is started again, a second later at first and up to a minute apart while it keeps ending.
 
 A pair is secret (with its signature it gives the key away) and is used once: ``take`` removes it, a
 forked child of the server forgets every pool (``os.register_at_fork``), and ``close`` drops what is left.
@@ -24,6 +25,7 @@ import os
 import signal
 import struct
 import sys
+import time
 import weakref
 
 from relay.ed25519 import PAIR, nonces
@@ -34,6 +36,10 @@ COUNT = struct.Struct(">I")
 #: Pairs asked for at a time: 32 KiB, about 9 ms of the child's CPU; at 20,000 signatures a second (more
 #: than the server makes) a batch lasts 25 ms.
 BATCH = 512
+#: Seconds before starting a child that ended: doubled on each failure in a row, up to the last.
+RESTART_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
+#: A child that made pairs this long counts as having worked: the next failure starts the delays over.
+RESTART_RESET = 60.0
 
 _pools: weakref.WeakSet[NoncePool] = weakref.WeakSet()
 
@@ -57,20 +63,14 @@ class NoncePool:
         self._asked = False
         self._first = asyncio.get_running_loop().create_future()
         self._reader = asyncio.get_running_loop().create_task(self._read())
-        self.alive = True
+        self.alive = True  # a child is there to answer
+        self.closing = False
         _pools.add(self)
 
     @classmethod
     async def start(cls, batch: int = BATCH) -> NoncePool:
         """Start the child and wait (a few milliseconds) for its first batch."""
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "relay.nonces",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        pool = cls(process, batch)
+        pool = cls(await _spawn(), batch)
         pool._ask()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pool._first), 10)
@@ -97,28 +97,67 @@ class NoncePool:
         stdin.write(COUNT.pack(self.batch))
 
     async def _read(self) -> None:
+        failures = 0
+        try:
+            while True:
+                started = time.monotonic()
+                error = await self._read_child()
+                if self.closing:
+                    return
+                # The child ended: sign deterministically until another one answers.
+                self.alive = False
+                self._asked = False
+                if not self._first.done():
+                    self._first.set_result(None)
+                if time.monotonic() - started > RESTART_RESET:
+                    failures = 0
+                delay = RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)]
+                failures += 1
+                logger.error("nonce_maker_ended", error=error, restart_in=delay)
+                ended = self.process
+                if ended.stdin is not None:
+                    ended.stdin.close()
+                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ended.wait(), 5)  # reaped, not left a zombie
+                if self._closed():
+                    return
+                try:
+                    self.process = await _spawn()
+                except OSError as exc:
+                    logger.error("nonce_maker_not_started", error=repr(exc))
+                    continue  # counted as a failure: the next try waits longer
+                self.alive = True
+                self._ask()
+                logger.info("nonce_maker_restarted", pid=self.process.pid)
+        finally:
+            self.alive = False
+            if not self._first.done():
+                self._first.set_result(None)
+
+    def _closed(self) -> bool:
+        return self.closing  # read afresh after an await (a plain attribute test would be narrowed)
+
+    async def _read_child(self) -> str:
+        """Take the current child's batches until it ends; what ended it."""
         stdout = self.process.stdout
         assert stdout is not None
         try:
             while True:
                 data = await stdout.readexactly(self.batch * PAIR)
-                if not self.alive:
-                    break  # closed while the batch was on its way
+                if self.closing:
+                    return "closed"  # closed while the batch was on its way
                 self._pairs += [data[i : i + PAIR] for i in range(0, len(data), PAIR)]
                 self._asked = False
                 if not self._first.done():
                     self._first.set_result(None)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the child ended: sign deterministically from now on
-            if self.alive:
-                logger.error("nonce_maker_ended", error=repr(exc))
-        finally:
-            self.alive = False
-            if not self._first.done():
-                self._first.set_result(None)
+        except Exception as exc:
+            return repr(exc)
 
     async def close(self) -> None:
+        self.closing = True
         self.alive = False
         self.forget()
         if self.process.stdin is not None:
@@ -131,6 +170,16 @@ class NoncePool:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+
+
+async def _spawn() -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "relay.nonces",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
 
 
 def _serve() -> None:

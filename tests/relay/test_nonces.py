@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from nacl.bindings import crypto_scalarmult_ed25519_base_noclamp
 from nacl.signing import VerifyKey
 
-from relay import ed25519, protocol, signing
+from relay import ed25519, nonces, protocol, signing
 from relay.fanout import Forms
 from relay.nonces import NoncePool
 from relay.state import fold
@@ -117,6 +117,36 @@ async def test_a_keyring_signs_with_the_pool_and_falls_back_when_it_is_empty() -
         assert not pool.alive
         pool.forget()
         assert keyring.sign_bytes(data) == KEYRING.private.sign(data), "deterministic once empty"
+    finally:
+        await pool.close()
+
+
+async def test_a_child_that_ends_is_started_again_later_and_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nonces, "RESTART_DELAYS", (0.2, 0.4))
+    pool = await NoncePool.start(batch=8)
+    try:
+        pids = [pool.process.pid]
+        waits = []
+        for _ in range(3):
+            pool.process.kill()
+            await pool.process.wait()
+            died = asyncio.get_running_loop().time()
+            while pool.alive:
+                await asyncio.sleep(0.005)
+            pool.forget()
+            assert pool.take() is None, "no child, no pairs: signatures are deterministic meanwhile"
+            while not pool.alive or not len(pool):
+                await asyncio.sleep(0.005)
+                assert asyncio.get_running_loop().time() - died < 10, "no new child"
+            waits.append(asyncio.get_running_loop().time() - died)
+            assert pool.process.pid not in pids
+            pids.append(pool.process.pid)
+            pair = pool.take()
+            assert pair is not None
+            assert crypto_scalarmult_ed25519_base_noclamp(pair[:32]) == pair[32:], "a real pair again"
+        assert waits[0] >= 0.2, waits
+        assert waits[1] >= 0.4, waits
+        assert waits[2] >= 0.4, waits
     finally:
         await pool.close()
 
