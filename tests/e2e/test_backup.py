@@ -59,7 +59,8 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
     dest = tmp_path / "backup.sqlite3"
     done = await asyncio.to_thread(srv.cli, "backup", str(dest), "--json")
     summary = json.loads(done.stdout)
-    while len(acks) < len(before) + 60:  # and the table goes on rolling after it
+    returned = len(acks)  # counted from here: the CLI's start-up alone may outlast 60 rolls
+    while len(acks) < returned + 60:  # and the table goes on rolling after it
         await asyncio.sleep(0.01)
     stop.set()
     await asyncio.gather(*rolling)
@@ -75,7 +76,11 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
         assert copied[seq]["actor"]["id"] == client.id
     backup_top = max(copied)
     after = [seq for _, seq, _ in acks if seq > backup_top]
-    assert after, "rolls acknowledged after the backup are not in it (the restore will lose them)"
+    assert after, (
+        "rolls acknowledged after the backup are not in it (the restore will lose them): "
+        f"backup's top seq {backup_top}, acks {len(before)} before it, {returned} when it returned, "
+        f"{len(acks)} in all, the last acked seq {max(seq for _, seq, _ in acks)}"
+    )
     conn = sqlite3.connect(dest)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete", "one self-contained file"
