@@ -261,9 +261,13 @@ class Forms:
         self.keyring = keyring
         self.capacity = capacity
         # (seq, form) -> its signature, kept; the old ones are dropped in one sweep now and then (dropping
-        # the first of a dict one at a time makes finding the next first a walk over the deleted keys).
+        # the first of a dict one at a time makes finding the next first a walk over the deleted keys),
+        # once a quarter of the capacity's seqs are past keeping: the dict spans at most 1.25 x capacity
+        # seqs, and a sweep copies about 1.25 x capacity entries once every capacity / 4 seqs.
         self._signed: dict[tuple[int, str], _Kept] = {}
         self._newest = 0  # the highest seq kept
+        self._swept = 0  # every seq at or below it is gone from ``_signed``
+        self._slack = max(8, capacity // 4)
 
     def frame(self, record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
         """``record`` as the audience of ``form`` receives it; a shared object, never to be changed."""
@@ -301,8 +305,9 @@ class Forms:
             return kept
         signed = self._signed
         signed[key] = kept
-        if len(signed) > 4 * self.capacity:  # at most two forms a seq: half of these are old by now
+        if cutoff - self._swept >= self._slack:
             self._signed = {k: v for k, v in signed.items() if k[0] > cutoff}
+            self._swept = cutoff
         return kept
 
 
