@@ -367,10 +367,12 @@ class Committer:
 
         Rooms whose last seq is not known are read first, outside a transaction: the ``INSERT`` is one
         statement, and should another connection have written meanwhile the primary key fails it whole.
-        A batch with reveals writes two tables, so it takes a transaction (without waiting for the lock).
+        A batch that needs more than one statement (reveals, which go to a second table, or more rows than
+        one ``INSERT`` takes) takes a transaction instead, without waiting for the lock.
         """
         appends = [(item, Outcome()) for item in items]
-        locked = any(record["kind"] == "reveal" for item in items for record in item.records)
+        records = [record for item in items for record in item.records]
+        locked = len(records) > INSERT_ROWS or any(record["kind"] == "reveal" for record in records)
         try:
             self._store(appends, self._last, in_transaction=locked, give_up=sqlite3.Error)
         except sqlite3.Error:
