@@ -411,7 +411,9 @@ class Committer:
         """
         if not self.remembers:
             self._last.clear()
-        elif len(appends) <= INSERT_ROWS and all(item.room in self._last for item, _ in appends):
+        elif sum(len(item.records) for item, _ in appends) <= INSERT_ROWS and all(
+            item.room in self._last for item, _ in appends
+        ):  # one statement: the rows, not the appends, must fit one INSERT
             try:
                 self._store(appends, self._last, in_transaction=False, give_up=sqlite3.IntegrityError)
                 return

@@ -102,23 +102,27 @@ async def test_the_thread_checkpoints_so_the_wal_stays_bounded(path: Path) -> No
         assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (rows,)
 
 
-async def test_an_iteration_of_more_rows_than_one_insert_is_stored_whole_or_not_at_all(path: Path) -> None:
-    log = SqliteLog(path, on_loop=True)
+@pytest.mark.parametrize("on_loop", [True, False])
+async def test_a_batch_of_more_rows_than_one_insert_is_stored_whole_or_not_at_all(
+    path: Path, on_loop: bool
+) -> None:
+    log = SqliteLog(path, on_loop=on_loop)
     try:
         room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
         other = (await log.create_room("S", fear_max=12, hope_max=6, max_rooms=10)).id
+        assert await log.append(room, [ev(1)], 0) == 1  # both rooms' seqs known to the committer
         assert await log.append(other, [ev(1)], 0) == 1
-        with contextlib.closing(connect(path)) as cli:  # takes seq 2 of ``other`` behind the loop's back
+        with contextlib.closing(connect(path)) as cli:  # takes seq 2 of ``other`` behind its back
             append_sync(cli, other, [ev(2, "leave")], 1)
-        # One iteration: 600 rows for ``room`` (two INSERT statements' worth), then a stale append to
-        # ``other`` whose seq is taken. Split outside a transaction, the first 500 rows would have been
-        # stored with the batch failing; in one transaction the batch goes to the thread whole.
-        big = log.append(room, [ev(seq) for seq in range(1, 601)], 0)
+        # One batch: 600 rows for ``room`` (two INSERT statements' worth), then a stale append to
+        # ``other`` whose seq is taken. Split outside a transaction, the first 500 rows would be stored
+        # with the batch reported failed; whole, the stale append alone fails.
+        big = log.append(room, [ev(seq) for seq in range(2, 602)], 1)
         stale = log.append(other, [ev(2)], 1)
-        assert await big == 600
+        assert await big == 601
         with pytest.raises(Conflict):
             await stale
-        assert [r["seq"] for r in await log.read(room, 0, 1000)] == list(range(1, 601))
+        assert [r["seq"] for r in await log.read(room, 0, 1000)] == list(range(1, 602))
     finally:
         await log.close()
 
