@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import time
 
-from bench.harness import ROOT
+from bench.harness import ROOT, cpu_seconds, rss_kib
 
 MODES = ("none", "websockets", "relay")
 
@@ -65,19 +64,8 @@ def _hold(port: int, sockets: int) -> None:
     uvloop.run(main())
 
 
-def _cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        return int(f.read().split("VmRSS:")[1].split()[0]) / 1024
-
-
 def measure(mode: str, sockets: int, interval: float, seconds: float) -> tuple[float, float]:
-    """(server CPU seconds over ``seconds``, RSS MiB) with ``sockets`` idle sockets pinged by ``mode``."""
+    """(server CPU seconds over ``seconds``, RSS KiB) with ``sockets`` idle sockets pinged by ``mode``."""
     python = sys.executable
     server = subprocess.Popen(
         [python, "-m", "bench.keepalive", "--serve", mode, "--interval", str(interval)],
@@ -97,9 +85,9 @@ def measure(mode: str, sockets: int, interval: float, seconds: float) -> tuple[f
         assert clients.stdout is not None
         clients.stdout.readline()
         time.sleep(interval + 1)  # every socket has had its first ping
-        before = _cpu(server.pid)
+        before = cpu_seconds(server.pid)
         time.sleep(seconds)
-        return _cpu(server.pid) - before, _rss_mib(server.pid)
+        return cpu_seconds(server.pid) - before, rss_kib(server.pid)
     finally:
         for proc in (clients, server):
             proc.kill()
@@ -135,7 +123,7 @@ def main() -> None:
         per_ping[mode] = 1e6 * (cpu - base_cpu) / pings
         print(
             f"{mode:>10}: {per_ping[mode]:5.1f} µs of server CPU per ping (about {pings:,.0f} pings), "
-            f"{1024 * (rss - base_rss) / args.sockets:4.2f} KiB per socket above no keepalive"
+            f"{(rss - base_rss) / args.sockets:4.2f} KiB per socket above no keepalive"
         )
     ratio = per_ping["relay"] / per_ping["websockets"]
     print(f"relay.keepalive ÷ websockets' keepalive, CPU per ping: {ratio:.2f}×")
