@@ -10,7 +10,7 @@ from typing import TypeVar
 from relay import logs
 from relay.config import Config, ConfigError
 from relay.log.base import EventLog, Record, RoomInfo
-from relay.log.sqlite import SqliteLog
+from relay.log.sqlite import SqliteLog, check_on_loop
 from relay.log.sqlite_writer import WriterUnusable
 
 SQLITE = "sqlite"
@@ -30,11 +30,11 @@ def check(config: Config) -> None:
         raise ConfigError(
             f"sqlite_writer must be auto, loop, thread or process; got {config.sqlite_writer!r}."
         )
-    if config.sqlite_writer == "loop" and config.synchronous != "normal":
-        raise ConfigError(
-            "sqlite_writer = loop needs synchronous = normal: a commit that waits for the disk would stop "
-            f"every table (synchronous is {config.synchronous!r}; use thread or process)."
-        )
+    if config.sqlite_writer == "loop":
+        try:
+            check_on_loop(config.synchronous)
+        except ValueError as exc:
+            raise ConfigError(f"{exc}.") from exc
     if not is_cluster(config):
         return
     from relay.log.nats import StoreError, servers

@@ -30,7 +30,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +94,16 @@ def check_synchronous(synchronous: str) -> None:
     """Refuse a ``synchronous`` setting SQLite should not run with (``ValueError``, one sentence)."""
     if synchronous not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}; got {synchronous!r}")
+
+
+def check_on_loop(synchronous: str) -> None:
+    """Refuse commits on the event loop with a ``synchronous`` level that syncs every commit
+    (``ValueError``, one sentence): the loop would stop every table for each disk sync."""
+    if synchronous != "normal":
+        raise ValueError(
+            "sqlite_writer = loop needs synchronous = normal: a commit that waits for the disk would stop "
+            f"every table (synchronous is {synchronous!r}; use thread or process)"
+        )
 
 
 def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
@@ -348,14 +358,15 @@ class Committer:
         # committer, which writes too) reads it afresh inside every transaction.
         self._last: dict[str, int] = {}
         self.remembers = remembers
+        self.rows = 0  # rows stored so far (the loop's committer asks for a checkpoint by them)
 
     def forget(self) -> None:
         """Read every room's last seq afresh: another committer on this file may have written."""
         self._last.clear()
 
-    def learn(self, items: Sequence[AppendItem], outcomes: Sequence[Outcome]) -> None:
-        """Take in what another committer on this file did with ``items``."""
-        for item, outcome in zip(items, outcomes, strict=True):
+    def learn(self, done: Iterable[tuple[AppendItem, Outcome]]) -> None:
+        """Take in what another committer on this file did with some appends."""
+        for item, outcome in done:
             if outcome.error is None and outcome.value is not None:
                 self._last[item.room] = outcome.value
             else:
@@ -371,8 +382,9 @@ class Committer:
         one ``INSERT`` takes) takes a transaction instead, without waiting for the lock.
         """
         appends = [(item, Outcome()) for item in items]
-        records = [record for item in items for record in item.records]
-        locked = len(records) > INSERT_ROWS or any(record["kind"] == "reveal" for record in records)
+        locked = sum(len(item.records) for item in items) > INSERT_ROWS or any(
+            record["kind"] == "reveal" for item in items for record in item.records
+        )
         try:
             self._store(appends, self._last, in_transaction=locked, give_up=sqlite3.Error)
         except sqlite3.Error:
@@ -477,6 +489,7 @@ class Committer:
                 if outcome.error is None and outcome.value is None:
                     outcome.error = exc
             return
+        self.rows += len(rows)
         if len(self._last) > LAST_SEQS_KEPT:
             self._last.clear()  # read again as rooms append
         self._last.update(last)
@@ -545,16 +558,12 @@ class SqliteLog(EventLog):
         self._on_loop: Committer | None = None
         # Appends (and checkpoints) handed to the thread and not done yet: the loop's wait their turn.
         self._behind = 0
-        self._since_checkpoint = 0  # rows the loop wrote since it last asked the thread for a checkpoint
+        self._checkpoint_at = CHECKPOINT_ROWS  # the loop's committer's row count that asks for the next one
         if writer is not None:
             writer.on_commit = self._committed
             return
         if on_loop:
-            if synchronous != "normal":
-                raise ValueError(
-                    "the event loop commits only with synchronous = normal (a commit that waits for "
-                    f"the disk would stop every table); got {synchronous!r}"
-                )
+            check_on_loop(synchronous)
             conn = connect(path, synchronous)
             conn.execute("PRAGMA busy_timeout = 0")  # a held lock sends the batch to the thread
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # the thread checkpoints (and syncs)
@@ -637,7 +646,7 @@ class SqliteLog(EventLog):
                     on_loop.forget()  # a room created, imported or deleted under its feet
                 appended = [(i, o) for i, o in zip(items, outcomes, strict=True) if isinstance(i, AppendItem)]
                 self._behind -= len(appended)
-                on_loop.learn([i for i, _ in appended], [o for _, o in appended])
+                on_loop.learn(appended)
             _settle(futures, outcomes)
 
         with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting any more
@@ -665,12 +674,11 @@ class SqliteLog(EventLog):
                 outcomes = on_loop.attempt([item for item, _ in appends])
                 if outcomes is not None:
                     _settle([future for _, future in appends], outcomes)
-                    self._since_checkpoint += sum(len(item.records) for item, _ in appends)
-                    if self._since_checkpoint >= CHECKPOINT_ROWS:
+                    if on_loop.rows >= self._checkpoint_at:
                         # The thread checkpoints while the loop's appends wait behind it: a checkpoint
                         # that races new writes never reaches the WAL's end, and only one that does lets
                         # the next write start the WAL over (and that write's sync is then the thread's).
-                        self._since_checkpoint = 0
+                        self._checkpoint_at = on_loop.rows + CHECKPOINT_ROWS
                         self._behind += 1
                         self._queue.put(_CHECKPOINT)
                     return

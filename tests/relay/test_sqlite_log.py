@@ -204,7 +204,7 @@ async def test_close_finishes_queued_appends(tmp_path: Path) -> None:
 
 async def test_full_synchronous_mode_is_accepted(tmp_path: Path) -> None:
     if _writer["kind"] == "loop":
-        with pytest.raises(ValueError, match="commits only with synchronous = normal"):
+        with pytest.raises(ValueError, match="sqlite_writer = loop needs synchronous = normal"):
             await make(tmp_path, synchronous="full")  # the loop must not wait for the disk
         return
     log = await make(tmp_path, synchronous="full")

@@ -54,6 +54,15 @@ def test_serve_refuses_an_unknown_writer_with_one_sentence(tmp_path: Path) -> No
     assert line == "tablerelay: sqlite_writer must be auto, loop, thread or process; got 'fork'.", line
 
 
+def test_serve_refuses_commits_on_the_loop_that_would_wait_for_the_disk(tmp_path: Path) -> None:
+    env = server_env("s" * 32, {"TABLERELAY_SQLITE_WRITER": "loop", "TABLERELAY_SYNCHRONOUS": "full"})
+    line = serve_refusal(tmp_path, env)
+    assert line == (
+        "tablerelay: sqlite_writer = loop needs synchronous = normal: a commit that waits for the disk "
+        "would stop every table (synchronous is 'full'; use thread or process)."
+    ), line
+
+
 def test_serve_refuses_an_unsafe_synchronous_with_one_sentence(tmp_path: Path) -> None:
     line = serve_refusal(tmp_path, server_env("s" * 32, {"TABLERELAY_SYNCHRONOUS": "off"}))
     assert line == "tablerelay: synchronous must be one of normal, full, extra; got 'off'.", line
