@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
 import nats.js.errors
 import pytest
+from nats.aio.msg import Msg
 
 from relay.log.base import Conflict, RoomInfo, RoomLimitReached
-from relay.log.nats import STREAM, WRONG_LAST_SEQUENCE, NatsLog, encode_message, subject
+from relay.log.nats import (
+    ACK_SWEEP,
+    APPEND_DEADLINE,
+    PUBLISH_TIMEOUT,
+    STREAM,
+    WRONG_LAST_SEQUENCE,
+    NatsLog,
+    encode_message,
+    stream_seq_of,
+    subject,
+)
 from tests.cluster.natsd import NatsCluster
 
 
@@ -126,3 +138,39 @@ async def test_rooms_are_listed_by_every_node_and_limited(logs: tuple[NatsLog, N
     assert await b.get_room("not a subject token!") is None
     with pytest.raises(RoomLimitReached):
         await b.create_room("one too many", fear_max=12, hope_max=6, max_rooms=1)
+
+
+def test_the_stream_seq_is_read_from_either_form_of_a_delivered_messages_reply_subject() -> None:
+    # What nats-py's Msg.metadata reads, without building it: the old form (this cluster's servers send it)
+    # and the form with a domain and an account hash.
+    old = "$JS.ACK.TABLERELAY_EVENTS.cons.1.4711.9.1795582400201992186.0"
+    new = "$JS.ACK._.ACCHASH.TABLERELAY_EVENTS.cons.1.4711.9.1795582400201992186.0.rnd"
+    for reply in (old, new):
+        assert stream_seq_of(reply) == 4711
+        assert stream_seq_of(reply) == Msg(None, reply=reply).metadata.sequence.stream  # type: ignore[arg-type]
+
+
+async def test_a_publish_whose_puback_is_late_is_sent_again_and_stored_once(nats: NatsCluster) -> None:
+    # Two of the three servers paused: the stream has no quorum, so no PubAck comes until they go on.
+    first, *others = nats.servers
+    log = await NatsLog.connect(first.url)
+    try:
+        room = await new_room(log)
+        await log.state(room.id)
+        assert await log.append(room.id, [record(1)], 0) == 1
+        for server in others:
+            assert server.proc is not None
+            server.proc.send_signal(signal.SIGSTOP)
+        try:
+            pending = log.append(room.id, [record(2), record(3)], 1)
+            await asyncio.sleep(PUBLISH_TIMEOUT + ACK_SWEEP + 0.5)
+            assert not pending.done(), "not acknowledged without a quorum"
+        finally:
+            for server in others:
+                assert server.proc is not None
+                server.proc.send_signal(signal.SIGCONT)
+        assert await asyncio.wait_for(pending, APPEND_DEADLINE) == 3
+        assert next(log._ack_tokens) > 3, "the late publish was sent again (its first PubAck never counted)"
+        assert [r["seq"] for r in await log.read(room.id, 0, 100)] == [1, 2, 3], "stored once"
+    finally:
+        await log.close()
