@@ -185,6 +185,7 @@ class Upkeep:
         self._restored.pop(room_id, None)
         if handle is None:
             return
+        relay.log.unfollow(room_id)
         relay.metrics.rooms.set(len(relay.rooms))
         logger.info("room_unloaded", room=room_id, seq=handle.room.committed.seq)
 

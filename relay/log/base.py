@@ -74,6 +74,10 @@ class EventLog(abc.ABC):
         this process's own appends. A log with a single writer has nothing to deliver.
         """
 
+    def unfollow(self, room: str) -> None:  # noqa: B027
+        """The server has let ``room`` go (unloaded it): stop delivering its records and keeping anything
+        for it. The next ``state`` and ``follow`` start again from the store."""
+
     @abc.abstractmethod
     async def create_room(self, name: str, *, fear_max: int, hope_max: int, max_rooms: int) -> RoomInfo: ...
 

@@ -708,6 +708,22 @@ class NatsLog(EventLog):
         lane.delivered = max(lane.delivered, seq)
         self._release(lane)
 
+    def unfollow(self, room: str) -> None:
+        lane = self._lanes.get(room)
+        if lane is None:
+            return
+        if lane.busy or lane.queue or lane.own or lane.filling:
+            # Not idle after all (the server unloads only rooms with nothing in flight): stop delivering and
+            # keeping events, and leave the appends their lane.
+            lane.deliver, lane.tracking, lane.delivered = None, False, 0
+            lane.held.clear()
+            lane.index, lane.indexed = [], False
+            return
+        # Otherwise every message of the room's subject would go on being read, kept and handed to a room
+        # the server no longer holds, for as long as the node runs.
+        del self._lanes[room]
+        del self._by_subject[lane.subject]
+
     # -- reads ----------------------------------------------------------------------------------------------
 
     async def _messages(self, lane: _Lane, start: int, until: int) -> list[tuple[int, list[Record]]]:

@@ -123,6 +123,43 @@ async def test_a_roll_id_retried_on_the_other_node_returns_the_first_ack(
     assert labelled == [first["seq"]], "rolled once"
 
 
+async def test_a_room_unloaded_on_one_node_is_let_go_there_while_another_node_serves_it(
+    nats: NatsCluster, nodes_factory: Any, clients: Any
+) -> None:
+    # Node a unloads the room once nobody is in it there (1 s idle); node b goes on serving it. Node a must
+    # stop folding the room's events (its events counter shows what it folds), then load it again on the
+    # next hello with everything stored meanwhile.
+    server = nodes_factory(nats, TABLERELAY_ROOM_IDLE="1")
+    a, b = server.nodes
+    room = await server.acreate_room("Unloaded on one node")
+    visitor = await clients.join(a.url, room.player, "visitor-a")
+    player = await clients.join(b.url, room.player, "p-b")
+    await visitor.roll(POWER, "public", "while both hold it")
+    await visitor.close()
+    deadline = time.monotonic() + 15
+    while not any('"room_unloaded"' in line and room.id in line for line in a.log_lines):
+        assert time.monotonic() < deadline, "node a never unloaded the idle room"
+        await asyncio.sleep(0.1)
+    folded = await events_counted(a)
+    last = 0
+    for i in range(5):
+        last = (await player.roll(POWER, "public", f"only b holds it {i}"))["seq"]
+    await asyncio.sleep(0.5)
+    assert await events_counted(a) == folded, "node a folded events of a room it had unloaded"
+    back = await clients.join(a.url, room.spectator, "back-a")
+    assert back.welcome["seq"] >= last, "loaded again with what was stored meanwhile"
+    after = await player.roll(POWER, "public", "both hold it again")
+    await back.event(after["seq"])
+    assert sum('"room_loaded"' in line and room.id in line for line in a.log_lines) == 2
+
+
+async def events_counted(node: Any) -> float:
+    """The node's tablerelay_events_total, all kinds together."""
+    _, _, text = await node.aget("/metrics")
+    lines = [line for line in text.splitlines() if line.startswith("tablerelay_events_total")]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+
 async def stream_leader(store: str) -> str:
     log = await NatsLog.connect(store, follow=False)
     try:

@@ -174,3 +174,34 @@ async def test_a_publish_whose_puback_is_late_is_sent_again_and_stored_once(nats
         assert [r["seq"] for r in await log.read(room.id, 0, 100)] == [1, 2, 3], "stored once"
     finally:
         await log.close()
+
+
+async def test_an_unfollowed_room_is_let_go_and_followed_again_from_its_state(
+    logs: tuple[NatsLog, NatsLog],
+) -> None:
+    a, b = logs
+    room = await new_room(a)
+    await a.state(room.id)
+    got: list[int] = []
+    b.follow(room.id, (await b.state(room.id)).seq, lambda records: got.extend(r["seq"] for r in records))
+    assert await a.append(room.id, [record(1)], 0) == 1
+    for _ in range(50):
+        if got:
+            break
+        await asyncio.sleep(0.02)
+    assert got == [1]
+    b.unfollow(room.id)
+    assert room.id not in b._lanes, "nothing is kept for the room"
+    assert await a.append(room.id, [record(2), record(3)], 1) == 3
+    await asyncio.sleep(0.3)
+    assert got == [1], "nothing is delivered for a room the server let go"
+    assert room.id not in b._lanes, "nor is it kept when its messages arrive"
+    state = await b.state(room.id)
+    assert state.seq == 3, "the store has what came meanwhile"
+    b.follow(room.id, state.seq, lambda records: got.extend(r["seq"] for r in records))
+    assert await a.append(room.id, [record(4)], 3) == 4
+    for _ in range(50):
+        if got[-1] == 4:
+            break
+        await asyncio.sleep(0.02)
+    assert got == [1, 4], "followed again from the state it was loaded with"
