@@ -208,7 +208,11 @@ class Relay:
         room = Room(info, state, self.limits, resolve=self.resolve)
         keep = self.limits.history
         if keep and state.seq:
-            room.remember(await self.log.read(room_id, max(0, state.seq - keep), keep))
+            try:
+                room.remember(await self.log.read(room_id, max(0, state.seq - keep), keep))
+            except BaseException:
+                self.log.unfollow(room_id)  # ``state`` began keeping the room's events for a follow
+                raise
         # Signed forms are kept for the events a fresh welcome shows (the last ``history`` seqs), so a
         # loaded room's memory stops growing (docs/hardening.md, the soak); a resume from further back
         # signs the older forms for its welcome.
