@@ -712,17 +712,17 @@ class NatsLog(EventLog):
         lane = self._lanes.get(room)
         if lane is None:
             return
-        if lane.busy or lane.queue or lane.own or lane.filling:
-            # Not idle after all (the server unloads only rooms with nothing in flight): stop delivering and
-            # keeping events, and leave the appends their lane.
-            lane.deliver, lane.tracking, lane.delivered = None, False, 0
-            lane.held.clear()
-            lane.index, lane.indexed = [], False
-            return
-        # Otherwise every message of the room's subject would go on being read, kept and handed to a room
-        # the server no longer holds, for as long as the node runs.
-        del self._lanes[room]
-        del self._by_subject[lane.subject]
+        # Else every message of the room's subject would go on being read, kept and handed to a room the
+        # server no longer holds, for as long as the node runs. Cleared as well as dropped: a catch-up
+        # already scheduled still holds the lane.
+        lane.deliver, lane.tracking, lane.delivered = None, False, 0
+        lane.held.clear()
+        lane.index, lane.indexed = [], False
+        if not (lane.busy or lane.queue or lane.own or lane.filling):
+            del self._lanes[room]
+            del self._by_subject[lane.subject]
+        # else: not idle after all (the server unloads only rooms with nothing in flight); the appends keep
+        # their lane.
 
     # -- reads ----------------------------------------------------------------------------------------------
 
