@@ -151,9 +151,18 @@ def test_the_stream_seq_is_read_from_either_form_of_a_delivered_messages_reply_s
 
 
 async def test_a_publish_whose_puback_is_late_is_sent_again_and_stored_once(nats: NatsCluster) -> None:
-    # Two of the three servers paused: the stream has no quorum, so no PubAck comes until they go on.
-    first, *others = nats.servers
-    log = await NatsLog.connect(first.url)
+    # The two servers that do not lead the stream paused: no quorum, so no PubAck comes until they go on.
+    # The leader keeps its term (pausing it would start an election, slow enough to reach the append's
+    # deadline on a busy machine), and the log's connection is to it, so it stays open.
+    probe = await NatsLog.connect(nats.store, follow=False)
+    try:
+        info = await probe.js.stream_info(STREAM)
+    finally:
+        await probe.close()
+    assert info.cluster is not None
+    leader = nats.by_name(str(info.cluster.leader))
+    others = [server for server in nats.servers if server is not leader]
+    log = await NatsLog.connect(leader.url)
     try:
         room = await new_room(log)
         await log.state(room.id)
