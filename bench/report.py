@@ -1166,13 +1166,20 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
         value = goals.get(f"{prefix}fanout_socketio")
         sio = _find(fan, kind="socketio", members=1000)
         if value is not None and value < GOAL_FANOUT_SOCKETIO and relay and sio:
+            floor = ""
+            if bare and sio.get(f"{prefix}rate"):
+                # What a server doing nothing but the sends reaches against the same peer in the same run.
+                floor = (
+                    f" The bare websockets server, which does nothing but those sends, was "
+                    f"{bare[f'{prefix}rate'] / sio[f'{prefix}rate']:.2f}× python-socketio in the same run."
+                )
             out.append(
                 f"- Fan-out vs python-socketio ({what}): {value:.2f}×. Per delivery the relay used "
                 f"{relay[f'{prefix}server_cpu_us']:.1f} µs of CPU and python-socketio "
                 f"{sio[f'{prefix}server_cpu_us']:.1f} µs. With one roll in flight the relay makes one "
                 "`send()` per socket per event, and a loopback `send()` costs about 10 µs on this virtual "
                 "machine, so the system call, not the relay's Python, sets its floor and caps the ratio "
-                "(section 1's profile: most samples are in the transport's `write`)."
+                f"(section 1's profile: most samples are in the transport's `write`).{floor}"
             )
     value = goals.get("latency_p99")
     if value is not None and value > GOAL_LATENCY_P99:
