@@ -48,6 +48,21 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 logger = get_logger("relay.sqlite")
 
+# Events in the order they arrived (a rowid), found by (room, seq) through the unique index. Rows of a few
+# hundred bytes clustered by (room, seq) (``WITHOUT ROWID``, the layout before) made every append to a
+# small room an insert into the middle of the tree: its leaf split and rebalanced with its siblings, about
+# three times the CPU and twice the WAL of an append at the table's end (docs/deployment.md, "The data
+# folder"). ``connect`` moves a file of the old layout over once.
+EVENTS = """CREATE TABLE IF NOT EXISTS {name} (
+    id INTEGER PRIMARY KEY,
+    room TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data BLOB NOT NULL,
+    UNIQUE (room, seq)
+);"""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (
     id TEXT PRIMARY KEY,
@@ -57,21 +72,14 @@ CREATE TABLE IF NOT EXISTS rooms (
     fear_max INTEGER NOT NULL,
     hope_max INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS events (
-    room TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    ts INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (room, seq)
-) WITHOUT ROWID;
+{events}
 CREATE TABLE IF NOT EXISTS reveals (
     room TEXT NOT NULL,
     roll INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     PRIMARY KEY (room, roll)
 ) WITHOUT ROWID;
-"""
+""".format(events=EVENTS.format(name="events"))
 #: ``PRAGMA user_version`` once ``reveals`` indexes every stored reveal (files written before it had
 #: none: ``connect`` fills it from their events once).
 REVEALS_INDEXED = 1
@@ -115,9 +123,39 @@ def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     conn.executescript(SCHEMA)
+    if _clustered(conn):
+        _events_by_arrival(conn)
     if conn.execute("PRAGMA user_version").fetchone()[0] < REVEALS_INDEXED:
         _index_old_reveals(conn)
     return conn
+
+
+def _clustered(conn: sqlite3.Connection) -> bool:
+    """Whether the file's events table has the old layout, clustered by (room, seq)."""
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
+    return "WITHOUT ROWID" in str(sql).upper()
+
+
+def _events_by_arrival(conn: sqlite3.Connection) -> None:
+    """Move a file's events to the layout by arrival (once per file), every row as it was, in one
+    transaction: a process that opens the file meanwhile waits, then finds it done."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _clustered(conn):  # not done meanwhile
+            rows = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+            logger.info("events_layout_moving", rows=rows)
+            conn.execute(EVENTS.format(name="events_by_arrival"))
+            conn.execute(
+                "INSERT INTO events_by_arrival (room, seq, ts, kind, data) "
+                "SELECT room, seq, ts, kind, data FROM events ORDER BY room, seq"
+            )
+            conn.execute("DROP TABLE events")
+            conn.execute("ALTER TABLE events_by_arrival RENAME TO events")
+            logger.info("events_layout_moved", rows=rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _index_old_reveals(conn: sqlite3.Connection) -> None:

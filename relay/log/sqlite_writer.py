@@ -39,7 +39,7 @@ import msgpack
 
 from relay.log.base import Conflict, Record, RoomExists, RoomInfo, RoomLimitReached
 from relay.log.sqlite import AppendItem, CallItem, Committer, Outcome, call_item, connect
-from relay.logs import get_logger
+from relay.logs import configure, get_logger
 
 logger = get_logger("relay.sqlite_writer")
 APPEND, CALL = 0, 1
@@ -301,6 +301,8 @@ def _serve(path: str, synchronous: str) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     source, sink = sys.stdin.fileno(), sys.stdout.fileno()
+    # stdout carries the answers: log lines (``connect`` may log, moving an old file's layout) go to stderr.
+    configure(stream=sys.stderr)
     try:
         conn = connect(Path(path), synchronous)
     except (OSError, ValueError, sqlite3.Error) as exc:

@@ -273,3 +273,45 @@ async def test_reveals_are_indexed_by_the_roll_they_open_also_in_a_file_from_bef
         assert conn.execute("SELECT COUNT(*) FROM reveals").fetchone() == (2,), (
             "the other room's went with it"
         )
+
+
+async def test_a_file_with_events_clustered_by_room_is_moved_to_the_layout_by_arrival_once(
+    tmp_path: Path,
+) -> None:
+    log = await make(tmp_path)
+    room = (await log.create_room("R", fear_max=12, hope_max=6, max_rooms=10)).id
+    other = (await log.create_room("S", fear_max=12, hope_max=6, max_rooms=10)).id
+    await log.append(room, [ev(1), ev(2, who="b"), reveal(3, 2)], 0)
+    await log.append(other, [ev(1)], 0)
+    await log.append(room, [ev(4, who="c")], 3)
+    before = await log.read(room, 0, 100)
+    await log.close()
+    # The same rows in the layout files had before: clustered by (room, seq), WITHOUT ROWID.
+    path = tmp_path / "data" / "tablerelay.sqlite3"
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT room, seq, ts, kind, data FROM events ORDER BY id").fetchall()
+        conn.execute("DROP TABLE events")
+        conn.execute(
+            "CREATE TABLE events (room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, "
+            "kind TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (room, seq)) WITHOUT ROWID"
+        )
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
+    again = await make(tmp_path)
+    try:
+        assert await again.read(room, 0, 100) == before, "every record as it was"
+        assert (await again.state(other)).seq == 1
+        assert await again.reveals(room, 0, 4) == {2: 3}
+        assert await again.append(room, [ev(5)], 4) == 5
+        with pytest.raises(Conflict):
+            await again.append(other, [ev(1)], 0)
+        assert await again.append(other, [ev(2)], 1) == 2
+    finally:
+        await again.close()
+    with sqlite3.connect(path) as conn:
+        (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
+        assert "WITHOUT ROWID" not in sql.upper()
+        assert "events_by_arrival" not in sql
+        moved = conn.execute("SELECT room, seq, ts, kind, data FROM events ORDER BY id LIMIT 5").fetchall()
+        assert moved == sorted(rows), "moved in (room, seq) order, so each room's old events stay together"
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("INSERT INTO events (room, seq, ts, kind, data) VALUES (?, 1, 0, '', x'')", (room,))
