@@ -33,6 +33,12 @@ PAIR = 64
 SIGNATURE = 64
 _ZERO = bytes(32)
 _sha512 = hashlib.sha512
+# Looked up once: an attribute of cffi's ``lib`` costs a dictionary walk on every call.
+_new = ffi.new
+_buffer = ffi.buffer
+_reduce = lib.crypto_core_ed25519_scalar_reduce
+_mul = lib.crypto_core_ed25519_scalar_mul
+_add = lib.crypto_core_ed25519_scalar_add
 
 
 class Key:
@@ -65,11 +71,13 @@ class Key:
             signed: bytes = crypto_sign(message, self._secret)  # the signature, then the message
             return signed[:SIGNATURE]
         point = pair[32:]
-        work = ffi.new("unsigned char[96]")  # k, k·a, S: per call, so a key can sign from any thread
-        lib.crypto_core_ed25519_scalar_reduce(work, _sha512(point + self.public + message).digest())
-        lib.crypto_core_ed25519_scalar_mul(work + 32, work, self._scalar)
-        lib.crypto_core_ed25519_scalar_add(work + 64, pair, work + 32)  # reads r, the pair's first 32 bytes
-        scalar: bytes = ffi.buffer(work)[64:96]
+        work = _new("unsigned char[96]")  # k, k·a, S: per call, so a key can sign from any thread
+        _reduce(work, _sha512(point + self.public + message).digest())
+        ka = work + 32
+        _mul(ka, work, self._scalar)
+        s = work + 64
+        _add(s, pair, ka)  # reads r, the pair's first 32 bytes
+        scalar: bytes = _buffer(s, 32)[:]
         return point + scalar
 
 

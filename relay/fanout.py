@@ -20,9 +20,9 @@ from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
 from relay.room import Session
-from relay.signing import UNSIGNED, Keyring, canonical, message, signed_part
+from relay.signing import Keyring, encode_canonical, message
 from relay.state import RoomState
-from relay.visibility import FULL, audience, render
+from relay.visibility import FULL, audience, render, render_signed
 
 logger = get_logger("relay.fanout")
 NO_FORMATS: frozenset[str] = frozenset()
@@ -186,15 +186,16 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
-# The keys a signature does not cover, appended to a form's canonical bytes as they are (msgspec writes a
-# map's keys in their order, like msgpack; compiled, and without msgpack's per-call packer).
 _encode = msgspec.msgpack.Encoder().encode
+#: What the keys of a signed frame that its signature does not cover, ``"t": "event"``, ``"kid": kid`` and
+#: ``"sig"``, add to the signed map, before the signature's 64 bytes: the map gets 3 more keys.
+_UNSIGNED_KEYS = 3
 
 
 class _Kept:
-    """One (event, form) signed: the rendered form, its canonical encoding (``body``: the signed keys, in
-    canonical order), its signature, and the record and reveal count it was made for. The signed frame and
-    its wire bytes are built the first time they are asked for."""
+    """One (event, form) signed: the rendered form's signed part (``base``: the event without ``t``), its
+    canonical encoding until the wire bytes are made from it (``body``), its signature, and the record and
+    reveal count it was made for. The signed frame is built the first time it is asked for."""
 
     __slots__ = ("_frame", "base", "body", "record", "reveals", "sig")
 
@@ -210,7 +211,7 @@ class _Kept:
 
     def frame(self, kid: str) -> dict[str, Any]:
         if self._frame is None:
-            self._frame = {**self.base, "kid": kid, "sig": self.sig}
+            self._frame = {"t": "event", **self.base, "kid": kid, "sig": self.sig}
         return self._frame
 
     def wire(self, kid: str) -> bytes:
@@ -221,21 +222,16 @@ class _Kept:
         here: welcomes use ``frame``."""
         body, self.body = self.body, None
         if body is None:
-            body = canonical(signed_part(self.base))
-        fields = b""
-        count = 2
-        for key, value in self.base.items():
-            if key in UNSIGNED:
-                fields += _encode(key) + _encode(value)
-                count += 1
-        fields += _kid_and_sig_key(kid) + _encode(self.sig)
-        return protocol.framed(protocol.with_fields(body, count, fields))
+            body = encode_canonical(self.base)
+        tail = _unsigned_tail(kid) + self.sig
+        return protocol.framed(protocol.with_fields(body, _UNSIGNED_KEYS, tail))
 
 
 @functools.lru_cache(maxsize=8)
-def _kid_and_sig_key(kid: str) -> bytes:
-    """``"kid": kid, "sig"`` encoded: what every signed frame's wire bytes end with, before the signature."""
-    return _encode("kid") + _encode(kid) + _encode("sig")
+def _unsigned_tail(kid: str) -> bytes:
+    """``"t": "event", "kid": kid, "sig":`` and the 64-byte bin header: every signed frame's wire bytes end
+    with these, then the signature."""
+    return _encode("t") + _encode("event") + _encode("kid") + _encode(kid) + _encode("sig") + b"\xc4\x40"
 
 
 class Forms:
@@ -258,6 +254,7 @@ class Forms:
 
     def __init__(self, room_id: str, keyring: Keyring | None, capacity: int) -> None:
         self.room_id = room_id
+        self._signed_prefix = message(b"", room_id)  # what a form's signed bytes start with
         self.keyring = keyring
         self.capacity = capacity
         # (seq, form) -> its signature, kept; the old ones are dropped in one sweep now and then (dropping
@@ -288,12 +285,14 @@ class Forms:
         kept = self._signed.get(key)
         if kept is not None and kept.reveals == state.reveals and kept.record is record:
             return kept
-        base = render(record, form, state)
+        base = render_signed(record, form, state)
         if kept is not None and kept.base == base:
             kept.reveals, kept.record = state.reveals, record
             return kept
-        body = canonical(signed_part(base))
-        sig = keyring.sign_bytes(message(body, self.room_id))
+        # Records are canonical from the start (relay.room checks each as it makes it), so the form needs no
+        # walk of its own before it is encoded.
+        body = encode_canonical(base)
+        sig = keyring.sign_bytes(self._signed_prefix + body)
         return self._keep(key, _Kept(state.reveals, base, body, sig, record))
 
     def _keep(self, key: tuple[int, str], kept: _Kept) -> _Kept:

@@ -14,7 +14,7 @@ from typing import Any
 import msgpack
 
 from relay.logs import get_logger
-from relay.protocol import wire_numbers
+from relay.protocol import event_values
 
 log = get_logger("relay.formats")
 
@@ -65,21 +65,23 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
     """
     out: dict[str, Any] = {}
     record = revealed_roll(record)
-    # The renderers compute with the rules core's numbers; what they return goes on the wire without floats.
+    # The renderers compute with the rules core's numbers; what they return goes on the wire without floats
+    # (and a rendering that is not plain data is left out, logged, like one that failed).
     result = record.get("rules_result", record["result"])
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")
         if fn is not None:
             try:
                 extra = {"label": record["label"]} if _takes_label(fn) else {}
-                out["foundry"] = fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra)
+                rendered = fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra)
+                out["foundry"] = event_values(rendered)
             except Exception:
                 log.exception("render_failed", format="foundry", seq=record["seq"])
     if "roll20" in formats:
         fn = _renderer("to_roll20")
         if fn is not None:
             try:
-                out["roll20"] = fn(result)
+                out["roll20"] = event_values(fn(result))
             except Exception:
                 log.exception("render_failed", format="roll20", seq=record["seq"])
-    return {name: wire_numbers(value) for name, value in out.items()}
+    return out

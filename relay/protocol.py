@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 import msgpack
+import msgspec
 
 from relay.config import Limits
+from relay.signing import SCALARS, CanonicalError
 
 VERSION = 1
 VISIBILITIES = ("public", "gm", "blind", "self")
@@ -109,10 +111,15 @@ if TYPE_CHECKING:
 Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | ManageFrame"
 
 
+# msgspec's compiled encoder writes the bytes ``msgpack.packb(frame, use_bin_type=True)`` does (keys in
+# their order, shortest ints, str as str, bytes as bin) in a fifth of the time: packb sets up a packer on
+# every call, and every ack, error and welcome passes here.
+_encode = msgspec.msgpack.Encoder().encode
+
+
 def encode(frame: Mapping[str, Any]) -> bytes:
     """One server frame as MessagePack (str as str, bytes as bin)."""
-    data: bytes = msgpack.packb(frame, use_bin_type=True)
-    return data
+    return _encode(frame)
 
 
 def with_fields(encoded: bytes, count: int, fields: bytes) -> bytes:
@@ -152,30 +159,45 @@ def framed(payload: bytes) -> bytes:
     return header + payload
 
 
-def wire_numbers(value: Any) -> Any:
-    """``value`` with every float written as a decimal string: events hold no floats (spec/signing.md).
+def event_values(value: Any) -> Any:
+    """``value`` as an event may hold it (spec/signing.md): every float written as a decimal string, and
+    anything canonical MessagePack cannot hold refused (``signing.CanonicalError``): a map key that is not
+    a string, a set, a date, any type but the ones it writes as themselves.
 
     The rules core keeps a fraction that ``/`` makes in a dice formula as a float (both VTTs keep it as
     a JavaScript number); on the wire it is the string JavaScript's ``String(n)`` would print, which
     ``Number(s)`` or ``float(s)`` reads back exactly. Returns ``value`` itself when it holds no float,
     which is almost every roll: it is looked through once, without copying, before anything is rebuilt.
+
+    The room passes every roll's intent and result through here as it makes the record, before anything
+    is stored, so a record is canonical from the start and signing each audience form of it needs no walk
+    of its own (``signing.encode_canonical``); renderings for the VTTs pass here too.
     """
     return _rewritten(value) if _holds_float(value) else value
 
 
 def _holds_float(value: Any) -> bool:
+    """Whether ``value`` holds a float; CanonicalError for anything else canonical MessagePack cannot hold."""
+    found = False
     pending = [value]
     pop, extend = pending.pop, pending.extend
     while pending:
         item = pop()
         kind = type(item)
-        if kind is float:
-            return True
+        if kind in SCALARS:
+            continue
         if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    raise CanonicalError(f"map keys must be strings; got {type(key).__name__}")
             extend(item.values())
         elif kind is list or kind is tuple:
             extend(item)
-    return False
+        elif kind is float:
+            found = True
+        else:
+            raise CanonicalError(f"an event may not hold a {kind.__name__}")
+    return found
 
 
 def _rewritten(value: Any) -> Any:

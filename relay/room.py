@@ -295,15 +295,16 @@ class Room:
             changes = self._effects(result, session.id)
         except _Insufficient as exc:
             return _error(session, "insufficient", str(exc), frame.id)
-        # Events hold no floats (spec/signing.md); a fraction from a dice formula becomes a decimal string.
-        wire = protocol.wire_numbers(result)
+        # Events hold no floats (spec/signing.md): a fraction from a dice formula becomes a decimal string,
+        # and what canonical MessagePack cannot hold is refused here, before anything is stored.
+        wire = protocol.event_values(result)
         record = self._record(
             seq,
             "roll",
             session.member,
             visibility=frame.visibility,
             label=frame.label,
-            intent=protocol.wire_numbers(frame.intent),
+            intent=protocol.event_values(frame.intent),
             result=wire,
             request=frame.id,
         )

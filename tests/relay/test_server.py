@@ -4,6 +4,7 @@ and no hidden value in any byte outside the audience or in any log line."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import io
 import json
@@ -22,6 +23,7 @@ from relay import auth, logs
 from relay.config import Config, Limits
 from relay.log.sqlite import connect as db_connect
 from relay.log.sqlite import create_room_sync
+from relay.room import Resolver
 from relay.server import run
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
@@ -46,6 +48,13 @@ class Running:
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[Running]:
+    async with serving(tmp_path) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def serving(tmp_path: Path, resolve: Resolver | None = None) -> AsyncIterator[Running]:
+    """The server in this process, logging at debug level to ``running.logs``."""
     log_buffer = io.StringIO()
     logs.configure("json", "debug", stream=log_buffer)
     config = Config(
@@ -58,7 +67,12 @@ async def server(tmp_path: Path) -> AsyncIterator[Running]:
     stop = asyncio.Event()
     ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
-        run(config, stop, on_ready=lambda srv, relay: ready.set_result(srv.sockets[0].getsockname()[1]))
+        run(
+            config,
+            stop,
+            resolve=resolve,
+            on_ready=lambda srv, relay: ready.set_result(srv.sockets[0].getsockname()[1]),
+        )
     )
     port = await asyncio.wait_for(ready, 10)
     running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
@@ -312,3 +326,45 @@ async def test_a_socket_closed_for_an_oversize_frame_leaves_no_cycle_behind(serv
         gc.set_debug(0)
         gc.garbage.clear()
     assert left == [], "a server socket's protocol was left in a reference cycle"
+
+
+async def test_a_result_with_no_canonical_encoding_is_answered_internal_and_never_stored(
+    tmp_path: Path,
+) -> None:
+    # A rules result the signed encoding cannot hold (here a set, as a bug in a rules module might make)
+    # is refused while the room makes the record: the roller gets ``internal`` and the log stays as it was,
+    # instead of an event stored that could never be sent (spec/signing.md: no floats, only its types).
+    def resolve(intent: Any) -> dict[str, Any]:
+        if intent.get("bad"):
+            return {"system": intent["system"], "total": 3, "faces": {1, 2}}
+        return {"system": intent["system"], "total": 3, "third": 1 / 3}
+
+    from relay.log.sqlite import SqliteLog
+
+    async with serving(tmp_path, resolve) as running:
+        room = running.room()
+        ws, welcome = await hello(running.url, running.token(room, "gm", sub="gm"))
+        intent = {"system": "x", "bad": True}
+        await ws.send(msgpack.packb({"t": "roll", "id": "r1", "intent": intent, "visibility": "gm"}))
+        reply = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False)
+        assert reply["t"] == "error", reply
+        assert (reply["code"], reply["id"]) == ("internal", "r1")
+        await ws.send(
+            msgpack.packb({"t": "roll", "id": "r2", "intent": {"system": "x"}, "visibility": "public"})
+        )
+        frames = [msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False) for _ in range(2)]
+        ack = next(f for f in frames if f["t"] == "ack")
+        event = next(f for f in frames if f["t"] == "event")
+        assert ack["seq"] == event["seq"] == welcome["seq"] + 1, "the refused roll took no seq"
+        assert event["result"]["third"] == "0.3333333333333333"
+        await ws.close()
+        logged = running.logs.getvalue()  # type: ignore[attr-defined]
+        assert '"event": "frame_failed"' in logged
+        assert "Traceback" not in json.dumps(reply)
+    log = SqliteLog(running.config.db_path)
+    try:
+        stored = await log.read(room, 0, 100)
+    finally:
+        await log.close()
+    assert [r["kind"] for r in stored].count("roll") == 1
+    assert all(r["request"] != "r1" for r in stored if r["kind"] == "roll")

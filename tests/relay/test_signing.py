@@ -5,6 +5,7 @@ every form verifies with an independent verifier)."""
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import os
 import stat
@@ -22,9 +23,9 @@ import rules
 from relay import signing
 from relay.fanout import history
 from relay.formats import renderings
-from relay.protocol import wire_numbers
+from relay.protocol import event_values
 from tests import spec_signing
-from tests.relay.helpers import KEYRING, Table
+from tests.relay.helpers import KEYRING, Table, fixed, frame
 
 # -- the canonical encoding ----------------------------------------------------------------------------
 
@@ -65,15 +66,15 @@ def test_signed_bytes_leave_out_the_frame_type_the_signature_and_renderings() ->
 
 
 def test_fractions_go_on_the_wire_as_javascript_decimals() -> None:
-    assert wire_numbers({"total": 0.75, "terms": [{"value": 1 / 3}], "n": 2}) == {
+    assert event_values({"total": 0.75, "terms": [{"value": 1 / 3}], "n": 2}) == {
         "total": "0.75",
         "terms": [{"value": "0.3333333333333333"}],
         "n": 2,
     }
-    assert wire_numbers(1e-7) == "1e-7"
-    assert wire_numbers(0.000001) == "0.000001"
+    assert event_values(1e-7) == "1e-7"
+    assert event_values(0.000001) == "0.000001"
     plain = {"a": [1, "x", None, True]}
-    assert wire_numbers(plain) is plain, "nothing is copied when there is no float"
+    assert event_values(plain) is plain, "nothing is copied when there is no float"
 
 
 # -- keys ----------------------------------------------------------------------------------------------
@@ -242,4 +243,38 @@ def test_every_event_has_no_float_a_stable_encoding_and_a_good_signature(actions
     for record in table.stored:
         if record["kind"] == "roll":
             extra = renderings(record, frozenset({"foundry", "roll20"}), gm_ids)
+            assert set(extra) == {"foundry", "roll20"}, "a rendering that is not plain data is left out"
             assert not floats_in(extra), f"floats in the renderings of {record['result']}"
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"total": 7, "dice": {1, 2}},  # a set
+        {"total": 7, "by_face": {6: 1}},  # a key that is not a string
+        {"total": 7, "parts": [{"at": datetime.date(2026, 1, 1)}]},
+        {"total": 7, "bad": bytearray(b"x")},
+    ],
+)
+def test_a_roll_whose_result_has_no_canonical_encoding_is_refused_before_it_is_stored(
+    result: dict[str, object],
+) -> None:
+    # Forms sign a record's forms without a walk of their own: what a record holds is checked as the room
+    # makes it (protocol.event_values), so a rules result canonical MessagePack cannot hold never reaches
+    # the log, where it would be stored and then fail to go out (the server answers ``internal``).
+    table = Table(resolve=fixed(result))
+    gm = table.join("gm", sub="gm1")
+    before = list(table.stored)
+    with pytest.raises(signing.CanonicalError):
+        table.room.handle(
+            gm, frame({"t": "roll", "id": "r1", "intent": {"system": "x"}, "visibility": "public"})
+        )
+    assert table.stored == before
+    assert not table.queue
+    assert table.room.pending.seq == table.room.committed.seq, "nothing applied"
+    # The room goes on: the next roll with a plain result is stored and signed.
+    table.room._resolve = fixed({"total": 7, "third": 0.5})
+    got = table.send(gm, {"t": "roll", "id": "r2", "intent": {"system": "x"}, "visibility": "public"})
+    event = next(f for f in got if f["t"] == "event")
+    assert event["result"]["third"] == "0.5", "a float becomes its decimal string"
+    assert signing.verify(event, table.room.id, KEYRING.jwks())
