@@ -29,7 +29,7 @@ from typing import Any
 
 from bench import appends, fanout, growth, latency, memory, report, servers, tables
 from bench.harness import ROOT
-from bench.machine import describe, loadavg
+from bench.machine import describe, loadavg, python_speed
 
 SECTIONS = ("fanout", "latency", "memory", "appends", "tables", "growth", "signing", "dice")
 RESULTS = ROOT / "bench" / "results"
@@ -150,6 +150,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
             return
         print(f"== {name}", flush=True)
         load_before = loadavg()
+        speed = python_speed()
         t0 = time.monotonic()
         try:
             results["sections"][name] = await body()
@@ -158,7 +159,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
             traceback.print_exc()
             results["errors"][name] = f"{type(exc).__name__}: {exc}"
         results["timings"][name] = round(time.monotonic() - t0, 1)
-        results["load"][name] = {"before": load_before, "after": loadavg()}
+        results["load"][name] = {"before": load_before, "after": loadavg(), "python_ms": speed}
         print(f"   {name}: {results['timings'][name]} s", flush=True)
 
     async def do_fanout() -> list[dict[str, Any]]:

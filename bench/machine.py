@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,21 @@ from bench.harness import ROOT
 
 def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def python_speed() -> float:
+    """Milliseconds a fixed piece of pure Python takes here, best of five: how fast this machine runs the
+    interpreter at the moment (absolute rates scale with it; the same kind of machine has read from 0.5 to
+    1.6 s for ten million loop steps on different days). Taken before each section, so a section measured
+    again on another day shows whether the machine it ran on was the same speed."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for i in range(300_000):
+            total += i & 7
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1000, 1)
 
 
 def _cpu_model() -> str:
