@@ -146,7 +146,12 @@ async def run_appends(
 
 
 async def run_chain(
-    variants: list[Variant], run_dir: Path, rounds: int, bare: bool, members: int = 100
+    variants: list[Variant],
+    run_dir: Path,
+    rounds: int,
+    bare: bool,
+    members: int = 100,
+    deliveries: int = 22_500,
 ) -> None:
     calibration = await servers.calibrate(run_dir)
     turns: list[tuple[str, str, dict[str, Any]]] = [("relay", v.name, v.start()) for v in variants]
@@ -162,7 +167,7 @@ async def run_chain(
                 rooms=1,
                 per_room=members,
                 events=20,
-                chain_events=22_500 // members,
+                chain_events=deliveries // members,
                 repeats=1,
                 tag=f"ab-{name}",
                 **start,
@@ -218,6 +223,9 @@ def main() -> None:
     parser.add_argument("--shape", choices=shapes, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="tables, chains: no bare websockets turn")
+    parser.add_argument(
+        "--deliveries", type=int, default=22_500, help="chains: deliveries per turn (longer: less noise)"
+    )
     parser.add_argument("variants", nargs="+", help="NAME=TREE[:VAR=VALUE,...]")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tablerelay-ab-"))
@@ -230,7 +238,7 @@ def main() -> None:
             body = run_appends(variants, scratch, args.rounds, 100, 1, False)
         elif args.shape in ("chain100", "chain1000"):
             members = int(args.shape.removeprefix("chain"))
-            body = run_chain(variants, scratch, args.rounds, not args.no_bare, members)
+            body = run_chain(variants, scratch, args.rounds, not args.no_bare, members, args.deliveries)
         elif args.shape == "burst1000":
             body = run_burst(variants, scratch, args.rounds)
         elif args.shape == "room100":

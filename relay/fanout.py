@@ -108,9 +108,15 @@ class Outbox:
         work when rolls come one at a time).
         """
         sink = self._sink
-        if not self._items and first > self.floor and sink is not None and not self.closed and sink.ready():
-            sink.write([data])
-            return True
+        if first > self.floor and sink is not None and not self.closed and sink.ready():
+            if not self._items:
+                sink.write([data])
+                return True
+            # Behind a frame queued this iteration (a roller's ack): both go now, in one write, rather
+            # than at the iteration's end, after every other member's.
+            kept = self._put((first, last, data, parts), len(parts))
+            self.flush()
+            return kept
         return self._put((first, last, data, parts), len(parts))
 
     def _put(self, item: Item, frames: int) -> bool:
@@ -365,12 +371,15 @@ class Renderer:
 
 def broadcast(
     records: Sequence[Mapping[str, Any]],
-    subscribers: Mapping[S, Session],
+    subscribers: dict[S, Session],
     state: RoomState,
     forms: Forms,
     on_overflow: Callable[[S], None],
 ) -> None:
     """Queue ``records`` (in seq order) to every subscriber, each in the form that subscriber may see.
+
+    Subscribers are served from the last one back: the server keeps a room's latest roller last, so the
+    roller's ack and event leave first and the next roll can be on its way while the room is written to.
 
     Each distinct (form, formats) of a record is rendered, encoded and framed once, and every socket of
     that audience gets the very same bytes object. Records that look the same to everyone but for the
@@ -401,7 +410,7 @@ def _uniform(record: Mapping[str, Any], state: RoomState) -> bool:
 
 def _broadcast_run(
     run: list[Mapping[str, Any]],
-    subscribers: Mapping[S, Session],
+    subscribers: dict[S, Session],
     state: RoomState,
     forms: Forms,
     overflowed: dict[S, None],
@@ -411,7 +420,7 @@ def _broadcast_run(
     ]
     first, last = run[0]["seq"], run[-1]["seq"]
     by_formats: dict[frozenset[str], tuple[bytes, tuple[tuple[int, bytes], ...]]] = {}
-    for sub, session in subscribers.items():
+    for sub, session in reversed(subscribers.items()):
         formats = session.formats
         entry = by_formats.get(formats)
         if entry is None:
@@ -426,7 +435,7 @@ def _broadcast_run(
 
 def _broadcast_one(
     record: Mapping[str, Any],
-    subscribers: Mapping[S, Session],
+    subscribers: dict[S, Session],
     state: RoomState,
     forms: Forms,
     overflowed: dict[S, None],
@@ -435,7 +444,7 @@ def _broadcast_one(
     seq = record["seq"]
     by_key: dict[tuple[str, frozenset[str]], bytes] = {}
     key_of = renderer.key
-    for sub, session in subscribers.items():
+    for sub, session in reversed(subscribers.items()):
         key = key_of(session)
         data = by_key.get(key)
         if data is None:

@@ -122,7 +122,9 @@ class Connection:
 class RoomHandle:
     room: Room
     forms: fanout.Forms
-    subscribers: dict[Connection, Session] = field(default_factory=dict)  # in order of arrival
+    # In order of arrival, but each roller moved to the end when its roll is stored: fan-out serves the
+    # last first (relay.fanout.broadcast), so a roller has its ack and event before the rest of the room.
+    subscribers: dict[Connection, Session] = field(default_factory=dict)
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
 
@@ -247,6 +249,11 @@ class Relay:
         if error is not None:
             self._failed(handle, pending, error)
             return
+        subscribers = handle.subscribers
+        for session, _ in pending.acks:
+            conn = handle.sessions.get(session)
+            if conn is not None and subscribers.pop(conn, None) is not None:
+                subscribers[conn] = session  # served first by this iteration's broadcast
         try:
             # The acks are queued now and the events, signed, at the end of this iteration (``_tick``):
             # a roller gets its ack and its event in one write.

@@ -108,22 +108,41 @@ async def test_events_committed_together_are_one_write_per_socket() -> None:
     assert sinks[0].writes[0] == sinks[1].writes[0]
 
 
-async def test_a_group_goes_out_at_once_unless_a_reply_is_queued_before_it() -> None:
-    idle, replied = Sub(), Sub()
-    subs = {idle: Session(member("p1", "player")), replied: Session(member("p2", "player"))}
-    sinks = {idle: Sink(), replied: Sink()}
+async def test_a_group_goes_out_at_once_with_a_reply_queued_before_it_and_the_last_subscriber_first() -> None:
+    # The server moves a roller to the end of its room's subscribers; fan-out serves from the end, and a
+    # socket with its ack queued gets the ack and the events in one write, at once: the roller has both
+    # before the rest of the room, and can send its next roll while the others are written to.
+    order: list[str] = []
+
+    class Named(Sink):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+        def write(self, chunks: list[bytes]) -> None:
+            order.append(self.name)
+            super().write(chunks)
+
+    idle, other, replied = Sub(), Sub(), Sub()
+    subs = {
+        idle: Session(member("p1", "player")),
+        other: Session(member("p3", "player")),
+        replied: Session(member("p2", "player")),
+    }
+    sinks = {idle: Named("idle"), other: Named("other"), replied: Named("replied")}
     for sub, sink in sinks.items():
         sub.outbox.start(0, sink)
     ack = {"t": "ack", "id": "r1", "seq": 1}
     replied.outbox.put(protocol.framed(protocol.encode(ack)))
     records = [rec(1), rec(2)]
     broadcast(records, subs, fold(records), forms(), lambda s: None)
-    assert len(sinks[idle].writes) == 1, "nothing waited on this socket: the group was written at once"
-    assert sinks[replied].writes == [], "the queued ack goes first, in the flush"
-    await asyncio.sleep(0)
-    assert len(sinks[replied].writes) == 1, "the ack and the group leave in one write"
+    assert order == ["replied", "other", "idle"], "from the last subscriber back"
+    for sub in (idle, other, replied):
+        assert len(sinks[sub].writes) == 1, "one write each, all during the broadcast"
     assert [f.get("seq") for f in sinks[replied].frames()] == [1, 1, 2]
-    assert sinks[replied].frames()[0]["t"] == "ack"
+    assert sinks[replied].frames()[0]["t"] == "ack", "the ack first, in the same write as its events"
+    await asyncio.sleep(0)
+    assert len(sinks[replied].writes) == 1, "the flush that was scheduled for the ack finds nothing left"
 
 
 async def test_hidden_rolls_split_the_group_by_audience() -> None:

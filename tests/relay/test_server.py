@@ -24,7 +24,7 @@ from relay.config import Config, Limits
 from relay.log.sqlite import connect as db_connect
 from relay.log.sqlite import create_room_sync
 from relay.room import Resolver
-from relay.server import run
+from relay.server import Relay, run
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 
@@ -65,17 +65,18 @@ async def serving(tmp_path: Path, resolve: Resolver | None = None) -> AsyncItera
         limits=Limits(rate=100_000, burst=100_000, send_queue=100_000),
     )
     stop = asyncio.Event()
-    ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    ready: asyncio.Future[tuple[int, Relay]] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
         run(
             config,
             stop,
             resolve=resolve,
-            on_ready=lambda srv, relay: ready.set_result(srv.sockets[0].getsockname()[1]),
+            on_ready=lambda srv, relay: ready.set_result((srv.sockets[0].getsockname()[1], relay)),
         )
     )
-    port = await asyncio.wait_for(ready, 10)
+    port, relay = await asyncio.wait_for(ready, 10)
     running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
+    running.relay = relay  # type: ignore[attr-defined]
     running.logs = log_buffer  # type: ignore[attr-defined]
     try:
         yield running
@@ -368,3 +369,26 @@ async def test_a_result_with_no_canonical_encoding_is_answered_internal_and_neve
         await log.close()
     assert [r["kind"] for r in stored].count("roll") == 1
     assert all(r["request"] != "r1" for r in stored if r["kind"] == "roll")
+
+
+async def test_a_roller_is_served_before_the_rest_of_its_room(server: Running) -> None:
+    # Each stored roll moves its roller to the end of the room's subscribers, and fan-out serves from the
+    # end: the roller's ack and event are written first (tests/relay/test_fanout.py has the order).
+    room = server.room()
+    sockets = []
+    for i in range(4):
+        ws, _ = await hello(server.url, server.token(room, "player", sub=f"p{i}"))
+        sockets.append(ws)
+    handle = server.relay.rooms[room]  # type: ignore[attr-defined]
+    for roller in (2, 0, 3):
+        ws = sockets[roller]
+        await ws.send(
+            msgpack.packb({"t": "roll", "id": f"r{roller}", "intent": POWER, "visibility": "public"})
+        )
+        while msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False).get("t") != "ack":
+            pass
+        last = list(handle.subscribers.values())[-1]
+        assert last.id == f"p{roller}"
+    assert [s.id for s in handle.subscribers.values()] == ["p1", "p2", "p0", "p3"]
+    for ws in sockets:
+        await ws.close()
