@@ -457,6 +457,7 @@ class NatsLog(EventLog):
 
     async def _pump(self, lane: _Lane) -> None:
         """Publish the lane's queued appends, one message at a time, until the queue is empty."""
+        batch: list[_Append] = []
         try:
             while lane.queue:
                 if lane.tail_seq < 0 or lane.queue[0].expected > lane.tail_seq:
@@ -468,10 +469,11 @@ class NatsLog(EventLog):
                 while lane.queue and lane.queue[0].expected == batch[-1].last:
                     batch.append(lane.queue.popleft())
                 await self._publish(lane, batch)
+                batch = []
         except Exception as exc:  # the lane's state is unknown: read it again before the next append
             logger.error("append_failed", room=lane.room, error=type(exc).__name__, exc_info=exc)
             lane.tail_seq = -1
-            self._fail(lane, [], exc)
+            self._fail(lane, batch, exc)  # the batch under way too: its requesters must hear
         finally:
             lane.busy = False
             if lane.queue and not self._closed:
@@ -491,40 +493,39 @@ class NatsLog(EventLog):
         deadline = time.monotonic() + APPEND_DEADLINE
         error: BaseException | None = None
         after = lane.tail_stream
-        while True:
-            try:
-                stored = await self._send(lane.subject, payload, headers)
-            except nats.js.errors.APIError as exc:
-                if exc.err_code == WRONG_LAST_SEQUENCE:
-                    # Lost to another node, or an earlier try of this very publish was stored and JetStream
-                    # checked the expected sequence before the Msg-Id: the message after ours tells.
-                    mine = await self._stored_as(lane, msg_id, after)
-                    if mine is not None:
-                        stored = mine
-                        break
-                    lane.own.pop(msg_id, None)
-                    await self._refresh_tail(lane)
-                    self._fail(lane, batch, Conflict(lane.room, batch[0].expected, max(lane.tail_seq, first)))
+        try:
+            while True:
+                try:
+                    stored = await self._send(lane.subject, payload, headers)
+                except nats.js.errors.APIError as exc:
+                    if exc.err_code == WRONG_LAST_SEQUENCE:
+                        # Lost to another node, or an earlier try of this very publish was stored and
+                        # JetStream checked the expected sequence before the Msg-Id: the message after
+                        # ours tells.
+                        mine = await self._stored_as(lane, msg_id, after)
+                        if mine is not None:
+                            stored = mine
+                            break
+                        lane.own.pop(msg_id, None)
+                        await self._refresh_tail(lane)
+                        conflict = Conflict(lane.room, batch[0].expected, max(lane.tail_seq, first))
+                        self._fail(lane, batch, conflict)
+                        return
+                    error = exc
+                except (TimeoutError, nats.errors.Error, OSError) as exc:  # an election, a reconnect
+                    error = exc
+                else:
+                    break
+                if time.monotonic() > deadline or self._closed:
+                    self._give_up(lane, msg_id, batch, error)
                     return
-                error = exc
-            except (TimeoutError, nats.errors.Error, OSError) as exc:  # no answer: an election, a reconnect
-                error = exc
-            else:
-                break
-            if time.monotonic() > deadline or self._closed:
-                given_up = lane.own.pop(msg_id, None)
-                seen = (
-                    decode_message(given_up.data)
-                    if given_up is not None and given_up.data is not None
-                    else None
-                )
-                logger.warning("append_gave_up", room=lane.room, first=first, error=type(error).__name__)
-                lane.tail_seq = -1  # it may have been stored after all: read the tail before the next one
-                self._fail(lane, batch, error)
-                if seen is not None:  # stored after all, and delivered: the server takes it as remote
-                    self._remote(lane, seen)
-                return
-            await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)
+        except Exception as exc:
+            # Finding out what became of a lost race (the message after ours, the tail) failed too, in
+            # the middle of an election say: the requesters must still hear, and the lane must not keep
+            # waiting for this publish.
+            self._give_up(lane, msg_id, batch, exc)
+            return
         lane.own.pop(msg_id, None)
         lane.note(first, last, stored)
         lane.delivered = max(lane.delivered, last)
@@ -532,6 +533,19 @@ class NatsLog(EventLog):
             if not append.future.done():
                 append.future.set_result(append.last)
         self._release(lane)
+
+    def _give_up(self, lane: _Lane, msg_id: str, batch: list[_Append], error: BaseException | None) -> None:
+        """Fail a publish whose fate is not known: its requesters get ``error``; the lane reads its tail
+        again before the next append, and takes the message as another node's should the stream have
+        stored it after all."""
+        given_up = lane.own.pop(msg_id, None)
+        seen = decode_message(given_up.data) if given_up is not None and given_up.data is not None else None
+        first = batch[0].records[0]["seq"] if batch and batch[0].records else None
+        logger.warning("append_gave_up", room=lane.room, first=first, error=type(error).__name__)
+        lane.tail_seq = -1  # it may have been stored after all: read the tail before the next one
+        self._fail(lane, batch, error if error is not None else TimeoutError("no PubAck"))
+        if seen is not None:  # stored after all, and delivered: the server takes it as remote
+            self._remote(lane, seen)
 
     async def _send(self, subj: str, payload: bytes, headers: dict[str, str]) -> int:
         """Publish to the stream; the stream seq of its PubAck (errors as ``JetStreamContext.publish``)."""

@@ -185,6 +185,43 @@ async def test_a_publish_whose_puback_is_late_is_sent_again_and_stored_once(nats
         await log.close()
 
 
+class _ReadsTimeOut(NatsLog):
+    """The log as it is, but finding out what became of a lost race times out, as it does while the
+    stream elects a leader (the moment an election gives, made to happen here on every try)."""
+
+    async def _stored_as(self, lane: Any, msg_id: str, after: int) -> int | None:
+        raise TimeoutError("nats: timeout")
+
+
+async def test_a_lost_race_whose_outcome_cannot_be_read_still_answers_and_frees_the_lane(
+    nats: NatsCluster,
+) -> None:
+    # A publish refused for a stale expected sequence leads the log to read the message after it and the
+    # tail. When those reads fail too (an election), the append must fail, not wait forever: before, the
+    # failure escaped the publish, the message's requesters were never answered (a client's roll hung in
+    # the leader-kill test) and the lane kept counting the publish as in flight.
+    a = await _ReadsTimeOut.connect(nats.store, follow=False)  # no stream delivery: its tail stays stale
+    b = await NatsLog.connect(nats.store)
+    try:
+        room = await new_room(a)
+        await a.state(room.id)
+        assert await a.append(room.id, [record(1)], 0) == 1
+        await b.state(room.id)
+        assert await b.append(room.id, [record(2)], 1) == 2
+        lost = a.append(room.id, [record(2)], 1)  # the stream has 2 already; a does not know it
+        await asyncio.wait({lost}, timeout=APPEND_DEADLINE)
+        assert lost.done(), "the requesters are answered"
+        assert isinstance(lost.exception(), TimeoutError)
+        lane = a._lanes[room.id]
+        assert not lane.own, "the publish is not counted as in flight any more"
+        assert lane.tail_seq == -1, "the tail is read again before the next append"
+        await asyncio.sleep(0)
+        assert await a.append(room.id, [record(3)], 2) == 3, "the lane goes on"
+        assert [r["seq"] for r in await b.read(room.id, 0, 100)] == [1, 2, 3]
+    finally:
+        await asyncio.gather(a.close(), b.close())
+
+
 async def test_an_unfollowed_room_is_let_go_and_followed_again_from_its_state(
     logs: tuple[NatsLog, NatsLog],
 ) -> None:
