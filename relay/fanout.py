@@ -193,8 +193,8 @@ class Subscriber(Protocol):
 
 
 _encode = msgspec.msgpack.Encoder().encode
-#: What the keys of a signed frame that its signature does not cover, ``"t": "event"``, ``"kid": kid`` and
-#: ``"sig"``, add to the signed map, before the signature's 64 bytes: the map gets 3 more keys.
+#: The keys a signed frame has beyond its signed map, none of them covered by the signature: ``t``, ``kid``
+#: and ``sig``.
 _UNSIGNED_KEYS = 3
 
 
