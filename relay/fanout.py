@@ -14,8 +14,6 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-import msgspec
-
 from relay import protocol
 from relay.formats import renderings
 from relay.logs import get_logger
@@ -192,7 +190,6 @@ class Subscriber(Protocol):
     outbox: Outbox
 
 
-_encode = msgspec.msgpack.Encoder().encode
 #: The keys a signed frame has beyond its signed map, none of them covered by the signature: ``t``, ``kid``
 #: and ``sig``.
 _UNSIGNED_KEYS = 3
@@ -237,7 +234,8 @@ class _Kept:
 def _unsigned_tail(kid: str) -> bytes:
     """``"t": "event", "kid": kid, "sig":`` and the 64-byte bin header: every signed frame's wire bytes end
     with these, then the signature."""
-    return _encode("t") + _encode("event") + _encode("kid") + _encode(kid) + _encode("sig") + b"\xc4\x40"
+    encode = protocol.encode
+    return encode("t") + encode("event") + encode("kid") + encode(kid) + encode("sig") + b"\xc4\x40"
 
 
 class Forms:
@@ -369,6 +367,14 @@ class Renderer:
         return data
 
 
+def serve_first(subscribers: dict[S, Session], sub: S) -> None:
+    """Have the next ``broadcast`` to ``subscribers`` write to ``sub`` before any other socket (a roller:
+    its next roll can be on its way while the rest of the room is written to)."""
+    session = subscribers.pop(sub, None)
+    if session is not None:
+        subscribers[sub] = session  # broadcast serves from the last one back
+
+
 def broadcast(
     records: Sequence[Mapping[str, Any]],
     subscribers: dict[S, Session],
@@ -378,8 +384,7 @@ def broadcast(
 ) -> None:
     """Queue ``records`` (in seq order) to every subscriber, each in the form that subscriber may see.
 
-    Subscribers are served from the last one back: the server keeps a room's latest roller last, so the
-    roller's ack and event leave first and the next roll can be on its way while the room is written to.
+    Subscribers are served from the last one back, so the one ``serve_first`` moved last comes first.
 
     Each distinct (form, formats) of a record is rendered, encoded and framed once, and every socket of
     that audience gets the very same bytes object. Records that look the same to everyone but for the

@@ -17,7 +17,7 @@ import msgpack
 import msgspec
 
 from relay.config import Limits
-from relay.signing import SCALARS, CanonicalError
+from relay.signing import holds_float
 
 VERSION = 1
 VISIBILITIES = ("public", "gm", "blind", "self")
@@ -117,9 +117,10 @@ Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | ManageFrame"
 _encode = msgspec.msgpack.Encoder().encode
 
 
-def encode(frame: Mapping[str, Any]) -> bytes:
-    """One server frame as MessagePack (str as str, bytes as bin)."""
-    return _encode(frame)
+def encode(value: Any) -> bytes:
+    """One server frame (or any value of one) as MessagePack, its maps' keys in their order (str as str,
+    bytes as bin)."""
+    return _encode(value)
 
 
 def with_fields(encoded: bytes, count: int, fields: bytes) -> bytes:
@@ -173,31 +174,7 @@ def event_values(value: Any) -> Any:
     is stored, so a record is canonical from the start and signing each audience form of it needs no walk
     of its own (``signing.encode_canonical``); renderings for the VTTs pass here too.
     """
-    return _rewritten(value) if _holds_float(value) else value
-
-
-def _holds_float(value: Any) -> bool:
-    """Whether ``value`` holds a float; CanonicalError for anything else canonical MessagePack cannot hold."""
-    found = False
-    pending = [value]
-    pop, extend = pending.pop, pending.extend
-    while pending:
-        item = pop()
-        kind = type(item)
-        if kind in SCALARS:
-            continue
-        if kind is dict:
-            for key in item:
-                if type(key) is not str:
-                    raise CanonicalError(f"map keys must be strings; got {type(key).__name__}")
-            extend(item.values())
-        elif kind is list or kind is tuple:
-            extend(item)
-        elif kind is float:
-            found = True
-        else:
-            raise CanonicalError(f"an event may not hold a {kind.__name__}")
-    return found
+    return _rewritten(value) if holds_float(value) else value
 
 
 def _rewritten(value: Any) -> Any:

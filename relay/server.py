@@ -122,8 +122,8 @@ class Connection:
 class RoomHandle:
     room: Room
     forms: fanout.Forms
-    # In order of arrival, but each roller moved to the end when its roll is stored: fan-out serves the
-    # last first (relay.fanout.broadcast), so a roller has its ack and event before the rest of the room.
+    # In order of arrival, but a roller is moved to be served first when its roll is stored
+    # (relay.fanout.serve_first), so it has its ack and event before the rest of the room.
     subscribers: dict[Connection, Session] = field(default_factory=dict)
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
@@ -249,11 +249,10 @@ class Relay:
         if error is not None:
             self._failed(handle, pending, error)
             return
-        subscribers = handle.subscribers
         for session, _ in pending.acks:
             conn = handle.sessions.get(session)
-            if conn is not None and subscribers.pop(conn, None) is not None:
-                subscribers[conn] = session  # served first by this iteration's broadcast
+            if conn is not None:
+                fanout.serve_first(handle.subscribers, conn)  # the roller, by this iteration's broadcast
         try:
             # The acks are queued now and the events, signed, at the end of this iteration (``_tick``):
             # a roller gets its ack and its event in one write.

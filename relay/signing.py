@@ -57,7 +57,7 @@ class SigningKeyError(Exception):
 
 
 #: The types canonical MessagePack writes as themselves; maps (str keys), lists and tuples hold them.
-SCALARS = frozenset({str, int, bool, bytes, type(None)})
+_SCALARS = frozenset({str, int, bool, bytes, type(None)})
 # msgspec's MessagePack encoder, compiled: with ``order="sorted"`` every map's keys go out sorted as Python
 # orders ``str``, by code point, which is the order of their UTF-8 bytes (UTF-8 keeps code point order);
 # it writes every int in its shortest form, ``str`` as str and ``bytes`` as bin. The same bytes as the
@@ -66,28 +66,40 @@ SCALARS = frozenset({str, int, bool, bytes, type(None)})
 _encode = msgspec.msgpack.Encoder(order="sorted").encode
 
 
-def _check(value: Any) -> None:
-    """Refuse what canonical MessagePack cannot hold: a float, a non-string map key, any other type.
+def holds_float(value: Any) -> bool:
+    """Whether ``value`` holds a float; ``CanonicalError`` for anything else canonical MessagePack cannot
+    hold: a map key that is not a string, or any type but maps, lists, tuples and the scalars it writes as
+    themselves (msgspec would encode sets, enums, dates and more; every value is looked at by exact type).
 
-    msgspec would encode a float (as a float), a set, a tuple's subclasses, enums, dates and more; the
-    spec allows none of them in an event, so every value is looked at first, by exact type. Written for
-    speed: the server runs it once per event and audience form, on the event loop.
+    The one walk that decides what an event may hold: ``canonical`` refuses a float too, and the room
+    (``protocol.event_values``) writes floats as decimal strings as it makes a record.
     """
-    kind = type(value)
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise CanonicalError(f"map keys must be strings; got {type(key).__name__}")
-            if type(item) not in SCALARS:
-                _check(item)
-    elif kind is list or kind is tuple:
-        for item in value:
-            if type(item) not in SCALARS:
-                _check(item)
-    elif kind not in SCALARS:
-        if kind is float:
-            raise CanonicalError("an event may not hold a float")
-        raise CanonicalError(f"an event may not hold a {kind.__name__}")
+    found = False
+    pending = [value]
+    pop, extend = pending.pop, pending.extend
+    while pending:
+        item = pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    raise CanonicalError(f"map keys must be strings; got {type(key).__name__}")
+            extend(item.values())
+        elif kind is list or kind is tuple:
+            extend(item)
+        elif kind is float:
+            found = True
+        else:
+            raise CanonicalError(f"an event may not hold a {kind.__name__}")
+    return found
+
+
+def _check(value: Any) -> None:
+    """Refuse what canonical MessagePack cannot hold: a float, a non-string map key, any other type."""
+    if holds_float(value):
+        raise CanonicalError("an event may not hold a float")
 
 
 def canonical(value: Any) -> bytes:

@@ -491,7 +491,7 @@ class NatsLog(EventLog):
         payload = encode_message(records)
         lane.own[msg_id] = _Own(first, last)
         deadline = time.monotonic() + APPEND_DEADLINE
-        error: BaseException | None = None
+        error: BaseException  # what the last try failed with (the loop only gives up after one did)
         after = lane.tail_stream
         try:
             while True:
@@ -534,16 +534,16 @@ class NatsLog(EventLog):
                 append.future.set_result(append.last)
         self._release(lane)
 
-    def _give_up(self, lane: _Lane, msg_id: str, batch: list[_Append], error: BaseException | None) -> None:
+    def _give_up(self, lane: _Lane, msg_id: str, batch: list[_Append], error: BaseException) -> None:
         """Fail a publish whose fate is not known: its requesters get ``error``; the lane reads its tail
         again before the next append, and takes the message as another node's should the stream have
         stored it after all."""
         given_up = lane.own.pop(msg_id, None)
         seen = decode_message(given_up.data) if given_up is not None and given_up.data is not None else None
-        first = batch[0].records[0]["seq"] if batch and batch[0].records else None
+        first = batch[0].records[0]["seq"]
         logger.warning("append_gave_up", room=lane.room, first=first, error=type(error).__name__)
         lane.tail_seq = -1  # it may have been stored after all: read the tail before the next one
-        self._fail(lane, batch, error if error is not None else TimeoutError("no PubAck"))
+        self._fail(lane, batch, error)
         if seen is not None:  # stored after all, and delivered: the server takes it as remote
             self._remote(lane, seen)
 

@@ -8,7 +8,7 @@ from typing import Any
 import msgpack
 
 from relay import protocol
-from relay.fanout import Outbox, broadcast
+from relay.fanout import Outbox, broadcast, serve_first
 from relay.room import Session
 from relay.state import Member, RoomState, fold
 from relay.visibility import body_of, seal
@@ -108,10 +108,10 @@ async def test_events_committed_together_are_one_write_per_socket() -> None:
     assert sinks[0].writes[0] == sinks[1].writes[0]
 
 
-async def test_a_group_goes_out_at_once_with_a_reply_queued_before_it_and_the_last_subscriber_first() -> None:
-    # The server moves a roller to the end of its room's subscribers; fan-out serves from the end, and a
-    # socket with its ack queued gets the ack and the events in one write, at once: the roller has both
-    # before the rest of the room, and can send its next roll while the others are written to.
+async def test_a_group_goes_out_at_once_with_a_reply_queued_before_it_and_the_roller_first() -> None:
+    # The server has a roller served first (serve_first); a socket with its ack queued gets the ack and
+    # the events in one write, at once: the roller has both before the rest of the room, and can send its
+    # next roll while the others are written to.
     order: list[str] = []
 
     class Named(Sink):
@@ -123,12 +123,15 @@ async def test_a_group_goes_out_at_once_with_a_reply_queued_before_it_and_the_la
             order.append(self.name)
             super().write(chunks)
 
-    idle, other, replied = Sub(), Sub(), Sub()
+    idle, replied, other = Sub(), Sub(), Sub()
     subs = {
         idle: Session(member("p1", "player")),
-        other: Session(member("p3", "player")),
         replied: Session(member("p2", "player")),
+        other: Session(member("p3", "player")),
     }
+    serve_first(subs, replied)
+    serve_first(subs, Sub())  # not a subscriber: nothing changes
+    assert len(subs) == 3
     sinks = {idle: Named("idle"), other: Named("other"), replied: Named("replied")}
     for sub, sink in sinks.items():
         sub.outbox.start(0, sink)
@@ -136,7 +139,7 @@ async def test_a_group_goes_out_at_once_with_a_reply_queued_before_it_and_the_la
     replied.outbox.put(protocol.framed(protocol.encode(ack)))
     records = [rec(1), rec(2)]
     broadcast(records, subs, fold(records), forms(), lambda s: None)
-    assert order == ["replied", "other", "idle"], "from the last subscriber back"
+    assert order == ["replied", "other", "idle"], "the roller, then the others from the last to arrive"
     for sub in (idle, other, replied):
         assert len(sinks[sub].writes) == 1, "one write each, all during the broadcast"
     assert [f.get("seq") for f in sinks[replied].frames()] == [1, 1, 2]
