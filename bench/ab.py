@@ -14,8 +14,9 @@ the variables are added to the relay's environment. Shapes:
 - ``rooms100`` / ``room100``: acked rolls with 100 rooms × 1 roller / 100 rollers in one room; a fresh
   server per window, the variants taking turns.
 - ``signing``: ``room100`` with signing on and off for each variant, taking turns.
-- ``chain100`` / ``chain1000``: the fan-out section's one roll at a time into a room of 100 / 1,000 (a
-  fresh server per turn), with the bare ``websockets`` server as one more turn unless ``--no-bare``.
+- ``chain1`` / ``chain100`` / ``chain1000``: the fan-out section's one roll at a time into a room of 1 / 100 /
+  1,000 (a fresh server per turn), with the bare ``websockets`` server as one more turn unless ``--no-bare``.
+  A room of one shows a roll's fixed cost (CPU per roll = per delivery), the part a larger room shares out.
 - ``burst1000``: the fan-out section's bursts into a room of 1,000, each variant signing on and off,
   taking turns (a fresh server per turn).
 
@@ -175,7 +176,8 @@ async def run_chain(
             results.setdefault(name, []).append(r)
             _say(
                 f"round {i + 1} {name:>16} one at a time {r['chain_rate']:>9,.0f} deliveries/s"
-                f"  {r['chain_server_cpu_us']:.2f} µs per delivery  load {loadavg()}"
+                f"  {r['chain_server_cpu_us']:.2f} µs per delivery"
+                f" ({r['chain_server_cpu_us'] * members:,.0f} per roll)  load {loadavg()}"
             )
     for name, runs in results.items():
         rates = [r["chain_rate"] for r in runs]
@@ -219,7 +221,7 @@ async def run_burst(variants: list[Variant], run_dir: Path, rounds: int) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
-    shapes = ("tables", "rooms100", "room100", "signing", "chain100", "chain1000", "burst1000")
+    shapes = ("tables", "rooms100", "room100", "signing", "chain1", "chain100", "chain1000", "burst1000")
     parser.add_argument("--shape", choices=shapes, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="tables, chains: no bare websockets turn")
@@ -236,7 +238,7 @@ def main() -> None:
             body = run_tables(variants, scratch, args.rounds, not args.no_bare)
         elif args.shape == "rooms100":
             body = run_appends(variants, scratch, args.rounds, 100, 1, False)
-        elif args.shape in ("chain100", "chain1000"):
+        elif args.shape in ("chain1", "chain100", "chain1000"):
             members = int(args.shape.removeprefix("chain"))
             body = run_chain(variants, scratch, args.rounds, not args.no_bare, members, args.deliveries)
         elif args.shape == "burst1000":
