@@ -1273,8 +1273,16 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "took wall time out of it (table of changes): committing on the event loop (relay ÷ bare in "
             "the same rounds 0.63–0.79 before, 0.72–0.86 after), and serving the roller first, so its next "
             "roll is on its way while the room is written to (median 34,586 → 38,388 deliveries/s against "
-            "bare's 51,685 in the same rounds, best 48,739 against 55,717). This goal sits inside the "
-            "machine's noise: the same code measured 0.67× to 0.87× within an hour."
+            "bare's 51,685 in the same rounds, best 48,739 against 55,717). The fixed cost measured alone, "
+            "one roll at a time into a room of one (`bench.ab --shape chain1`, four rounds taking turns, "
+            "table of changes): 513 µs of server CPU per roll against bare's 118 (465 with signing off). "
+            "Even with every delivery costing what bare's does (about 14 µs there), a room of 100 would "
+            "give (118 + 1,400) ÷ (513 + 1,400) = 0.79×: the fixed cost alone holds this goal under 0.8×. "
+            "It is Python spread thin (perf: 63 % of it in the interpreter, about 440 calls per roll, none "
+            "above a few percent; 21 % in the kernel, 19 system calls per roll against bare's 4, SQLite's "
+            "page writes and file locks among them): what would move it is running less Python per roll "
+            "(a compiled parse-resolve-record path), not any one part; uvloop and the compiled encoder "
+            "are already in."
         )
     value = goals.get("signing_appends")
     runs = (sections.get("signing") or {}).get("appends", [])
@@ -1301,7 +1309,9 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "canonical encoding's key sorting (about 1.3 µs) and the signed frame's 89 more bytes on each of "
             "100 sockets; and the child's nonce points (r·B, one per event form) take the other core's CPU "
             "the rollers share. Taking turns over eight rounds, a relay that keeps signed forms but signs "
-            "nothing (64 zero bytes, no child) reached 0.90× of unsigned, and real signing 0.91× of that. "
+            "nothing (64 zero bytes, no child) reached 0.90× of unsigned, and real signing 0.91× of that; "
+            "on another day, three rounds gave 0.96× (medians) and two more an hour later 0.80×: the "
+            "goal sits at the edge of what this shared machine can tell apart. "
             "One signature per event and form is the contract (spec/signing.md)."
         )
     return out
