@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import settings
 
 from relay import loops
-from tests.packaging.wheel import Dist, Installed, build, install
+from tests.packaging.wheel import Dist, Installed, build, built, install
+from tests.packaging.wheel import installed as installed_venv
 
 settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=100)
@@ -43,14 +47,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 # packaging tests and the browser test of an installed relay.
 
 
+T = TypeVar("T")
+
+
+def once(
+    factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T], found: Callable[[Path], T]
+) -> T:
+    """What ``make`` makes in a folder, made once per test run: pytest-xdist's workers share the folder (the
+    first makes it while the others wait on a lock, then they take what it holds: ``found``)."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, above each worker's own
+    folder, made = base / name, base / f"{name}.made"
+    with (base / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if made.exists():
+            return found(folder)
+        folder.mkdir(exist_ok=True)
+        result = make(folder)
+        made.touch()
+        return result
+
+
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    return build(tmp_path_factory.mktemp("dist"))
+    return once(tmp_path_factory, "dist", build, built)
 
 
 @pytest.fixture(scope="session")
 def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    return install(dist.wheel, tmp_path_factory.mktemp("wheel-venv"))
+    return once(tmp_path_factory, "wheel-venv", lambda root: install(dist.wheel, root), installed_venv)
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Any]:

@@ -54,6 +54,11 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
 def build(out: Path) -> Dist:
     """``python -m build``: the sdist, then the wheel built from the sdist (as PyPI users would get it)."""
     _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], cwd=ROOT)
+    return built(out)
+
+
+def built(out: Path) -> Dist:
+    """The sdist and wheel ``build`` made in ``out``."""
     sdists = sorted(out.glob("tablerelay-*.tar.gz"))
     wheels = sorted(out.glob("tablerelay-*.whl"))
     assert len(sdists) == 1, sdists
@@ -73,9 +78,14 @@ def clean_env(path: str) -> dict[str, str]:
 def install(wheel: Path, root: Path) -> Installed:
     """A fresh venv in ``root`` with ``pip install WHEEL`` (dependencies from pip's cache or the index)."""
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    made = installed(root)
+    assert shutil.which("npm", path=made.env["PATH"]) is None, "npm is on the clean PATH"
+    assert shutil.which("node", path=made.env["PATH"]) is None, "node is on the clean PATH"
+    _run([str(made.bin / "python"), "-m", "pip", "install", "--quiet", str(wheel)], cwd=root, env=made.env)
+    return made
+
+
+def installed(root: Path) -> Installed:
+    """The venv ``install`` made in ``root``."""
     bin_dir = root / "bin"
-    env = clean_env(str(bin_dir))
-    assert shutil.which("npm", path=env["PATH"]) is None, "npm is on the clean PATH"
-    assert shutil.which("node", path=env["PATH"]) is None, "node is on the clean PATH"
-    _run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(wheel)], cwd=root, env=env)
-    return Installed(root, bin_dir, env)
+    return Installed(root, bin_dir, clean_env(str(bin_dir)))
