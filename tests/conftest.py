@@ -23,15 +23,16 @@ settings.register_profile("long", deadline=None, max_examples=5000, stateful_ste
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
-# The workers (scripts/test runs pytest-xdist, stealing work) finish together when the long tests start first:
-# the ones that start other programs (relay servers, NATS, Chromium, Node, the type checker) go ahead of the
-# many short in-process tests of the rules and the relay, which then fill the workers' ends evenly.
+# The workers (`TEST_WORKERS=3 ./scripts/test`: pytest-xdist, stealing work) finish together when the long
+# tests start first: the ones that start other programs (relay servers, NATS, Chromium, Node, the type
+# checker) go ahead of the many short in-process tests of the rules and the relay, which fill the ends.
 IN_PROCESS = ("tests/rules/", "tests/relay/")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: any(part in item.nodeid for part in IN_PROCESS))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one process keeps the files' order
+        items.sort(key=lambda item: any(part in item.nodeid for part in IN_PROCESS))
 
 
 @pytest.hookimpl(hookwrapper=True)
