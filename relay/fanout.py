@@ -234,8 +234,8 @@ class _Kept:
 def _unsigned_tail(kid: str) -> bytes:
     """``"t": "event", "kid": kid, "sig":`` and the 64-byte bin header: every signed frame's wire bytes end
     with these, then the signature."""
-    encode = protocol.encode
-    return encode("t") + encode("event") + encode("kid") + encode(kid) + encode("sig") + b"\xc4\x40"
+    parts = ("t", "event", "kid", kid, "sig")
+    return b"".join(protocol.encode(part) for part in parts) + b"\xc4\x40"
 
 
 class Forms:

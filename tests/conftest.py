@@ -13,8 +13,7 @@ import pytest
 from hypothesis import settings
 
 from relay import loops
-from tests.packaging.wheel import Dist, Installed, build, built, install
-from tests.packaging.wheel import installed as installed_venv
+from tests.packaging.wheel import Dist, Installed, build, built, install, venv_at
 
 settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
 settings.register_profile("dev", deadline=None, max_examples=100)
@@ -77,7 +76,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
 
 @pytest.fixture(scope="session")
 def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    return once(tmp_path_factory, "wheel-venv", lambda root: install(dist.wheel, root), installed_venv)
+    return once(tmp_path_factory, "wheel-venv", lambda root: install(dist.wheel, root), venv_at)
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Any]:

@@ -78,14 +78,14 @@ def clean_env(path: str) -> dict[str, str]:
 def install(wheel: Path, root: Path) -> Installed:
     """A fresh venv in ``root`` with ``pip install WHEEL`` (dependencies from pip's cache or the index)."""
     venv.EnvBuilder(with_pip=True, clear=True).create(root)
-    made = installed(root)
+    made = venv_at(root)
     assert shutil.which("npm", path=made.env["PATH"]) is None, "npm is on the clean PATH"
     assert shutil.which("node", path=made.env["PATH"]) is None, "node is on the clean PATH"
     _run([str(made.bin / "python"), "-m", "pip", "install", "--quiet", str(wheel)], cwd=root, env=made.env)
     return made
 
 
-def installed(root: Path) -> Installed:
+def venv_at(root: Path) -> Installed:
     """The venv ``install`` made in ``root``."""
     bin_dir = root / "bin"
     return Installed(root, bin_dir, clean_env(str(bin_dir)))

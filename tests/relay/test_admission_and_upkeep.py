@@ -152,7 +152,7 @@ def test_the_minutely_full_collection_frees_cycles_and_trims_after_it() -> None:
         del cycle
         watched = weakref.ref(Node())  # in a cycle of its own: only a collection frees it
         # The young count would not do: any other thread of the process (pytest-xdist's) may allocate.
-        freed = (upkeep.Upkeep.free_memory(lambda: trimmed.append(watched() is None) or 0, True)) or 0
+        freed = upkeep.Upkeep.free_memory(lambda: trimmed.append(watched() is None) or 0, True) or 0
         assert freed >= 100
         assert trimmed == [True], "malloc_trim runs after the collection, when the freed memory is free"
         assert upkeep.Upkeep.free_memory(None, False) is None, "TABLERELAY_FULL_GC=0: no collection"
