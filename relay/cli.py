@@ -10,7 +10,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
-from importlib import metadata
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="tablerelay",
         description="A WebSocket relay for virtual tabletop tables, with server-side dice.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the relay server")
@@ -203,11 +203,39 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _version() -> str:
-    try:
-        return metadata.version("tablerelay")
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
+class _Version(argparse.Action):
+    """``--version``, which reads the installed package's metadata only when asked: importing
+    importlib.metadata costs every other command a fifth of a second."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any, **__: Any) -> None:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("tablerelay")
+        except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+            version = "unknown (not installed)"
+        print(f"{parser.prog} {version}")  # on stdout, as argparse's own version action prints it
+        parser.exit()
+
+
+def _room_command(args: argparse.Namespace) -> int:
+    # Each action imports only its own module: `room create` runs once per table, and the campaign module
+    # (import, archive, delete) brings the whole room engine with it.
+    if args.room_command in ("import", "archive", "delete"):
+        from relay import campaign
+
+        return {
+            "import": campaign.room_import_command,
+            "archive": campaign.room_archive_command,
+            "delete": campaign.room_delete_command,
+        }[args.room_command](args)
+    from relay import commands
+
+    return {
+        "create": commands.room_create_command,
+        "list": commands.room_list_command,
+        "export": commands.room_export_command,
+    }[args.room_command](args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,18 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve_command(args)
     if args.command == "room":
-        from relay.campaign import room_archive_command, room_delete_command, room_import_command
-        from relay.commands import room_create_command, room_export_command, room_list_command
-
-        commands = {
-            "create": room_create_command,
-            "list": room_list_command,
-            "export": room_export_command,
-            "import": room_import_command,
-            "archive": room_archive_command,
-            "delete": room_delete_command,
-        }
-        return commands[args.room_command](args)
+        return _room_command(args)
     if args.command in ("backup", "restore"):
         from relay.backup import backup_command, restore_command
 
