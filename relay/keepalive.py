@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import weakref
 from collections import deque
 
 from websockets.asyncio.server import ServerConnection
@@ -37,8 +38,9 @@ class Keepalive:
         self.interval = interval
         self.timeout = timeout
         # (when its next ping is due, a tie-breaker, the socket): a heap, since a socket comes back after
-        # a pong check at another offset than a new one.
-        self._pings: list[tuple[float, int, ServerConnection]] = []
+        # a pong check at another offset than a new one. The socket is held weakly: a closed one is
+        # freed when its handler ends, not an interval later when its turn comes up here.
+        self._pings: list[tuple[float, int, weakref.ref[ServerConnection]]] = []
         # (when the pong is due, socket, the ping's future): in order, since every ping waits as long.
         self._pongs: deque[tuple[float, ServerConnection, asyncio.Future[float]]] = deque()
         self._order = itertools.count()
@@ -54,7 +56,7 @@ class Keepalive:
             self._task = loop.create_task(self._run())
 
     def _due(self, when: float, ws: ServerConnection) -> None:
-        heapq.heappush(self._pings, (when, next(self._order), ws))
+        heapq.heappush(self._pings, (when, next(self._order), weakref.ref(ws)))
 
     async def close(self) -> None:
         task, self._task = self._task, None
@@ -74,8 +76,9 @@ class Keepalive:
     async def _send_pings(self, now: float) -> None:
         pings = self._pings
         while pings and pings[0][0] <= now:
-            _, _, ws = heapq.heappop(pings)
-            if ws.protocol.state is not State.OPEN:
+            _, _, held = heapq.heappop(pings)
+            ws = held()
+            if ws is None or ws.protocol.state is not State.OPEN:
                 continue  # closed: forgotten here
             transport = ws.transport
             if transport.get_write_buffer_size() or transport.is_closing():

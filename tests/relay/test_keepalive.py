@@ -8,6 +8,7 @@ import base64
 import gc
 import os
 import struct
+import weakref
 from collections.abc import AsyncIterator
 
 import pytest
@@ -103,6 +104,30 @@ async def test_a_peer_that_never_answers_is_closed_with_1011(
         await asyncio.wait_for(sockets[0].wait_closed(), 5)  # the server gives up on the handshake
     finally:
         writer.close()
+
+
+async def test_a_closed_socket_is_freed_before_its_next_ping_is_due() -> None:
+    # A socket that closes long before its turn in the ping queue must not stay in memory (its buffers,
+    # its protocol) until that turn comes: a hosted relay sees people come and go all evening.
+    keepalive = Keepalive(60.0, 10.0)
+    held: list[weakref.ref[ServerConnection]] = []
+    done = asyncio.Event()
+
+    async def handler(ws: ServerConnection) -> None:
+        held.append(weakref.ref(ws))
+        keepalive.add(ws)
+        await ws.wait_closed()
+        done.set()
+
+    async with serve(handler, "127.0.0.1", 0, ping_interval=None, ping_timeout=None, close_timeout=1) as srv:
+        async with connect(f"ws://127.0.0.1:{_port(srv)}/", ping_interval=None):
+            pass
+        await asyncio.wait_for(done.wait(), 5)
+        await asyncio.sleep(0.05)  # the handler's task is let go once it has finished
+        gc.collect()
+        assert len(keepalive._pings) == 1, "its ping is still queued for a minute from now"
+        assert held[0]() is None, "the keepalive queue kept a closed socket alive"
+    await keepalive.close()
 
 
 async def test_closed_sockets_are_forgotten_without_a_word(

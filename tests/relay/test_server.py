@@ -315,10 +315,12 @@ async def test_a_socket_closed_for_an_oversize_frame_leaves_no_cycle_behind(serv
         assert closed.value.rcvd is not None
         assert closed.value.rcvd.code == 1009
         sockets.append(ws)
-    for _ in range(100):  # the server's handlers finish after the clients see the close
-        await asyncio.sleep(0.05)
-        if not any(type(o) is ServerProtocol for o in gc.get_objects()):
+    handlers = server.relay._handlers  # type: ignore[attr-defined]
+    for _ in range(200):  # the server's handlers finish after the clients see the close
+        if not handlers:
             break
+        await asyncio.sleep(0.05)
+    assert not handlers, "the closed sockets' handlers did not finish"
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         gc.collect()
