@@ -14,9 +14,12 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import once
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "tests" / "foundry_types"
@@ -132,57 +135,98 @@ def _tsc(*args: str, cwd: Path = PROJECT, timeout: int = 100) -> subprocess.Comp
     )
 
 
-def test_the_module_type_checks_against_foundry_vtt_types() -> None:
+@dataclass(frozen=True)
+class Checked:
+    """One tsc run over the module, its declarations and the two control files, with fvtt-types' own
+    ``.d.ts`` checks on (skipLibCheck off): the three tests below each read their part of its report.
+    One run instead of three because each loads all of fvtt-types, the suite's longest wait on a core."""
+
+    files: frozenset[Path]
+    errors: tuple[str, ...]
+    returncode: int
+    report: str
+
+
+def _check(folder: Path) -> Checked:
     _installed()
-    proc = _tsc("-p", str(CONFIG), "--listFiles")
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-    files = {Path(line).resolve() for line in lines if line.startswith("/") and "error TS" not in line}
-    scripts = sorted(SCRIPTS.glob("*.mjs"))
-    assert len(scripts) >= 8, scripts
-    for path in [ENV, *scripts]:
-        assert path.resolve() in files, f"{path} is not in the checked program"
-    report = "\n".join(line for line in lines if not line.startswith("/"))
-    assert not report, f"tsc found type errors in the module:\n{report}"
-    assert proc.returncode == 0, f"tsc failed ({proc.returncode})"
+    # The controls live in the run's folder, with a link to the installed checker and types.
+    (folder / "node_modules").symlink_to(PROJECT / "node_modules", target_is_directory=True)
+    module = json.dumps(str(SCRIPTS / "module.mjs"))
+    (folder / "controls.mjs").write_text(CONTROLS % {"module": module}, encoding="utf-8")
+    # One wrong call left unmarked: tsc must report it, and only it.
+    (folder / "unmarked.mjs").write_text(UNMARKED % {"module": module}, encoding="utf-8")
+    config = {
+        "extends": str(CONFIG),
+        "include": [str(ENV), str(SCRIPTS / "*.mjs"), "controls.mjs", "unmarked.mjs"],
+    }
+    (folder / "tsconfig.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    proc = _tsc(
+        "-p", str(folder / "tsconfig.json"), "--skipLibCheck", "false", "--listFiles", cwd=folder, timeout=280
+    )
+    (folder / "report.txt").write_text(f"{proc.returncode}\n{proc.stdout}{proc.stderr}", encoding="utf-8")
+    return _read(folder)
+
+
+def _read(folder: Path) -> Checked:
+    code, _, report = (folder / "report.txt").read_text(encoding="utf-8").partition("\n")
+    lines = [line for line in report.splitlines() if line.strip()]
+    files = frozenset(
+        Path(line).resolve() for line in lines if line.startswith("/") and "error TS" not in line
+    )
+    errors = tuple(line for line in lines if re.search(r"\berror TS\d+", line))
+    return Checked(files=files, errors=errors, returncode=int(code), report=report)
+
+
+@pytest.fixture(scope="session")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Checked:
+    return once(tmp_path_factory, "foundry-module-tsc", _check, _read)
+
+
+def _ours(errors: tuple[str, ...]) -> list[str]:
+    """Errors in the module or its declarations (paths relative to the run's folder or absolute)."""
+    return [line for line in errors if "module-env.d.ts" in line or "clients/foundry/" in line]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_module_declarations_satisfy_foundry_vtt_types_own_checks() -> None:
+def test_the_module_type_checks_against_foundry_vtt_types(checked: Checked) -> None:
+    scripts = sorted(SCRIPTS.glob("*.mjs"))
+    assert len(scripts) >= 8, scripts
+    for path in [ENV, *scripts]:
+        assert path.resolve() in checked.files, f"{path} is not in the checked program"
+    assert not _ours(checked.errors), "tsc found type errors in the module:\n" + "\n".join(
+        _ours(checked.errors)
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_module_declarations_satisfy_foundry_vtt_types_own_checks(checked: Checked) -> None:
     """skipLibCheck (in both projects) hides errors in .d.ts files: module-env.d.ts itself, and fvtt-types'
     checks that a SettingConfig entry is a valid setting type (src/types/config.d.mts). Run them here."""
-    _installed()
-    proc = _tsc("-p", str(CONFIG), "--skipLibCheck", "false", timeout=280)
-    report = proc.stdout + proc.stderr
-    errors = [line for line in report.splitlines() if re.search(r"\berror TS\d+", line)]
-    assert errors, "expected fvtt-types' own environment clashes (earcut, TextEncoder) with skipLibCheck off"
-    ours = [
+    assert checked.errors, (
+        "expected fvtt-types' own environment clashes (earcut, TextEncoder) with skipLibCheck off"
+    )
+    ours = _ours(checked.errors) + [
         line
-        for line in errors
-        if "module-env.d.ts" in line
-        or "clients/foundry/" in line
-        or "fvtt-types/src/types/config.d.mts" in line
+        for line in checked.errors
+        if "fvtt-types/src/types/config.d.mts" in line
         or "fvtt-types/src/configuration/" in line
         or "fvtt-types/src/foundry/client/core/settings.d.mts" in line
     ]
     assert not ours, "the module's declarations are refused by fvtt-types:\n" + "\n".join(ours)
 
 
-def test_the_check_bites(tmp_path: Path) -> None:
-    _installed()
-    # The control project lives in a temporary directory, with a link to the installed checker and types.
-    (tmp_path / "node_modules").symlink_to(PROJECT / "node_modules", target_is_directory=True)
-    module = json.dumps(str(SCRIPTS / "module.mjs"))
-    (tmp_path / "controls.mjs").write_text(CONTROLS % {"module": module}, encoding="utf-8")
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_check_bites(checked: Checked) -> None:
     assert CONTROLS.count("@ts-expect-error") >= 14
-    # One wrong call left unmarked: tsc must report it, and only it.
-    (tmp_path / "unmarked.mjs").write_text(UNMARKED % {"module": module}, encoding="utf-8")
-    config = {"extends": str(CONFIG), "include": [str(ENV), "controls.mjs", "unmarked.mjs"]}
-    (tmp_path / "tsconfig.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-
-    proc = _tsc("-p", str(tmp_path / "tsconfig.json"), cwd=tmp_path)
-    report = proc.stdout + proc.stderr
-    errors = re.findall(r"^(\S+?)\((\d+),\d+\): error (TS\d+)", report, flags=re.MULTILINE)
-    assert proc.returncode != 0, report
+    assert checked.returncode != 0, checked.report
     # A control the types stop refusing shows up as TS2578 (an unused @ts-expect-error) in controls.mjs.
-    assert errors == [("unmarked.mjs", "5", "TS2345")], report
+    ours = [
+        found
+        for line in checked.errors
+        if (found := re.match(r"^(\S+?)\((\d+),\d+\): error (TS\d+)", line))
+        and found.group(1) in ("controls.mjs", "unmarked.mjs")
+    ]
+    assert [m.groups() for m in ours] == [("unmarked.mjs", "5", "TS2345")], checked.report

@@ -10,6 +10,7 @@ the nodes are the e2e suite's relay processes started with ``TABLERELAY_STORE`` 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import secrets
 import signal
@@ -88,6 +89,10 @@ class Nodes:
         """SIGTERM every node still running; each must finish its appends and exit 0."""
         codes = [node.stop(signal.SIGTERM) for node in self.nodes if node.running]
         assert codes == [0] * len(codes), f"a node exited with {codes} after SIGTERM"
+
+    async def astop(self) -> None:
+        """``stop`` from an async test (``Server.astop`` says why)."""
+        await asyncio.to_thread(self.stop)
 
     # What the e2e tests use of a Server.
     @property

@@ -64,7 +64,7 @@ async def serves_a_table(data: Path, env: dict[str, str], clients: Any) -> None:
         assert ack["t"] == "ack", ack
         await gm.event(ack["seq"])
     finally:
-        assert node.stop(signal.SIGTERM) == 0, node.log_text()
+        assert await node.astop(signal.SIGTERM) == 0, node.log_text()
 
 
 async def test_tls_with_our_ca_and_a_password_serves_and_a_wrong_ca_is_serve_refusal(

@@ -105,7 +105,7 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
     last_seen = max(ev["seq"] for ev in players[0].events())
     for c in everyone:
         await c.close()
-    assert srv.stop(signal.SIGTERM) == 0
+    assert await srv.astop(signal.SIGTERM) == 0
     done = await asyncio.to_thread(srv.cli, "restore", str(dest), "--json")
     restored = json.loads(done.stdout)
     assert restored["new_epochs"] == 2

@@ -57,7 +57,7 @@ async def test_stored_export_verifies_and_imports_into_another_server(
 ) -> None:
     source = server_factory()
     room, facts = await played_room(source, clients)
-    source.stop()
+    await source.astop()
 
     public = source.data / "public.jsonl"
     stored = source.data / "stored.jsonl"
@@ -126,7 +126,7 @@ async def test_import_refuses_a_tampered_or_cut_export(
 async def test_archive_offline_then_read_only_when_served(server_factory: Any, clients: Any) -> None:
     server = server_factory()
     room, facts = await played_room(server, clients)
-    server.stop()
+    await server.astop()
     archived = await arun(server, "room", "archive", room.id)
     assert archived.returncode == 0, archived.stderr
     again = await arun(server, "room", "archive", room.id)
@@ -172,7 +172,7 @@ async def test_archive_through_the_running_server_and_delete_confirmation(
     assert refused.returncode == 1
     assert "stop it first" in refused.stderr
     await watcher.close()
-    server.stop()
+    await server.astop()
 
     no_tty = await arun(server, "room", "delete", room.id)
     assert no_tty.returncode == 2
@@ -258,7 +258,7 @@ async def test_delete_asks_on_a_terminal_and_only_the_room_id_confirms(
 ) -> None:
     server = server_factory()
     room, _ = await played_room(server, clients)
-    server.stop()
+    await server.astop()
     code, shown = await asyncio.to_thread(_delete_on_a_terminal, server, room.id, "yes")
     assert code == 1, shown
     assert "for good" in shown

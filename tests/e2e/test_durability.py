@@ -122,7 +122,7 @@ async def test_a_dead_writer_process_stops_the_acks_not_the_server(
     assert len(_logged(srv, "sqlite_writer_ended")) == 1, srv.log_text()
     reply = await player.request({"t": "ping"})
     assert reply["t"] == "pong", "the server still answers; it only stores nothing more"
-    srv.stop()
+    await srv.astop()
 
     srv.start()  # the writer thread this time: the file is the same either way
     resume = {"epoch": player.welcome["epoch"], "seq": 0}

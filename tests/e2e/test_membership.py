@@ -77,7 +77,7 @@ async def test_kick_closes_sockets_and_revokes_the_token_across_a_restart(
 
     await gm.close()
     await spectator.close()
-    server.stop()
+    await server.astop()
     server.start()
     problem = await refused(server, session)
     assert problem.code == 4003, "the removal holds after a restart: it is in the log"
@@ -129,7 +129,7 @@ async def test_rotating_invites_voids_old_invites_but_not_personal_tokens(
     assert denied["code"] == "forbidden"
 
     await gm.close()
-    server.stop()
+    await server.astop()
     server.start()
     for old in (room.player, room.spectator):
         assert (await refused(server, old)).code == 4003, "the rotation holds after a restart"
@@ -182,7 +182,7 @@ async def test_merge_adds_hope_within_the_cap_and_the_merged_device_becomes_the_
     missing = await gm.request({"t": "merge", "participant": "nobody", "into": aria.id})
     assert missing["t"] == "error"
     assert missing["code"] == "not_found"
-    server.stop()
+    await server.astop()
     server.start()
     after = await clients.join(server.url, stale.welcome["session"], "aria-restart")
     assert after.id == aria.id, "the merge holds after a restart"

@@ -24,7 +24,7 @@ async def test_a_killed_single_node_lists_no_stale_members_after_its_restart(
     leaves = Counter(ev["member"]["id"] for ev in fresh.welcome["history"] if ev.get("kind") == "leave")
     assert leaves == Counter({gm.id: 1, player.id: 1}), leaves
     # A second restart (a clean one) stores nothing more for them.
-    srv.stop(signal.SIGTERM)
+    await srv.astop(signal.SIGTERM)
     srv.start()
     again = await clients.join(srv.url, room.spectator, "again")
     leaves = Counter(ev["member"]["id"] for ev in again.welcome["history"] if ev.get("kind") == "leave")
