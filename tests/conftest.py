@@ -22,7 +22,7 @@ settings.register_profile("long", deadline=None, max_examples=5000, stateful_ste
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
-# The workers (`TEST_WORKERS=3 ./scripts/test`: pytest-xdist, stealing work) finish together when the long
+# The workers (`./scripts/test`: pytest-xdist, stealing work) finish together when the long
 # tests start first: the ones that start other programs (relay servers, NATS, Chromium, Node, the type
 # checker) go ahead of the many short in-process tests of the rules and the relay, which fill the ends.
 IN_PROCESS = ("tests/rules/", "tests/relay/")
