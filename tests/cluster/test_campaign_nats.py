@@ -14,7 +14,7 @@ from relay.log.nats import NatsLog
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin
-from tests.e2e.conftest import running_server
+from tests.e2e.conftest import arunning_server
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 
@@ -36,7 +36,7 @@ async def test_import_archive_and_delete_on_the_nats_store(
     env = nodes.env  # TABLERELAY_STORE is the cluster: every command below works on it
     single = tmp_path / "single"
     sqlite_env = {"TABLERELAY_SIGNING_KEY": nodes.key, "TABLERELAY_SECRET": nodes.secret}
-    with running_server(single, sqlite_env) as source:
+    async with arunning_server(single, sqlite_env) as source:
         room = await source.acreate_room("Imported table")
         gm = await clients.join(source.url, room.gm, "gm")
         player = await clients.join(source.url, room.player, "p")

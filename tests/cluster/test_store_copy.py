@@ -14,7 +14,7 @@ from relay.log.nats import STREAM, NatsLog, subject
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin
-from tests.e2e.conftest import running_server
+from tests.e2e.conftest import arunning_server
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 
@@ -33,7 +33,7 @@ async def test_a_sqlite_room_log_moves_to_nats_exactly_and_clients_resume_on_the
     shared = {"TABLERELAY_SIGNING_KEY": nodes.key}
     # The single node has the cluster's secret and key, so its tokens and signatures hold on the nodes.
     env = {**nodes.env, "TABLERELAY_STORE": "sqlite"}
-    with running_server(data, {**shared, "TABLERELAY_SECRET": nodes.secret}) as single:
+    async with arunning_server(data, {**shared, "TABLERELAY_SECRET": nodes.secret}) as single:
         room = await single.acreate_room("Moving house")
         gm = await clients.join(single.url, room.gm, "gm")
         player = await clients.join(single.url, room.player, "p")

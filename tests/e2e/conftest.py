@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,10 @@ class Server:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
         """Send ``sig`` and wait for the process to exit; returns its exit status."""
         assert self.proc is not None
+        if sig != signal.SIGKILL and _loop_running():
+            # The wait would hold this thread's event loop, and the test's clients on it could not answer
+            # the server's close frame: the server would wait out its 10-second close timeout.
+            pytest.fail("Server.stop from an async test blocks its event loop: await astop() instead")
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -128,8 +132,7 @@ class Server:
 
     async def astop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
         """``stop`` from an async test: the test's event loop keeps running while the server shuts down, so
-        its open clients answer the server's close frame. Blocking the loop in ``stop`` leaves that frame
-        unanswered and the server waits out its 10-second close timeout before it can exit."""
+        its open clients answer the server's close frame (``stop`` refuses to run on a running loop)."""
         return await asyncio.to_thread(self.stop, sig, timeout)
 
     def kill(self) -> None:
@@ -218,6 +221,14 @@ class Room:
     name: str
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def parse_log_line(line: str) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
@@ -261,11 +272,24 @@ def running_server(data: Path, extra_env: dict[str, str] | None = None) -> Itera
         yield server
     finally:
         if server.running:
-            code = server.stop(signal.SIGTERM)
-            assert code == 0, (
-                f"tablerelay serve exited with {code} after SIGTERM; stderr tail:\n"
-                + "\n".join(server.log_lines[-40:])
-            )
+            _exited_cleanly(server, server.stop(signal.SIGTERM))
+
+
+@contextlib.asynccontextmanager
+async def arunning_server(data: Path, extra_env: dict[str, str] | None = None) -> AsyncIterator[Server]:
+    """``running_server`` in an async test: stopped with ``astop``."""
+    server = Server(data=data, env=server_env(secrets.token_hex(24), extra_env)).start()
+    try:
+        yield server
+    finally:
+        if server.running:
+            _exited_cleanly(server, await server.astop(signal.SIGTERM))
+
+
+def _exited_cleanly(server: Server, code: int) -> None:
+    assert code == 0, f"tablerelay serve exited with {code} after SIGTERM; stderr tail:\n" + "\n".join(
+        server.log_lines[-40:]
+    )
 
 
 @pytest.fixture(scope="module")
