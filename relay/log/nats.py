@@ -92,6 +92,14 @@ Deliver = Callable[[list[Record]], None]
 T = TypeVar("T")
 
 
+class BucketUnsettled(Exception):
+    """A KV bucket JetStream would not make (it exists, or is being made) but cannot show yet."""
+
+    def __init__(self, bucket: str, refusal: nats.js.errors.Error) -> None:
+        said = refusal.description or type(refusal).__name__
+        super().__init__(f"the bucket {bucket} could not be made ({said}) and is not there")
+
+
 #: JetStream's answers while a just-started cluster, or a stream or bucket just made, elects its leader: they
 #: pass on their own, so setting up waits them out (``patiently``).
 NOT_READY: tuple[type[Exception], ...] = (
@@ -99,6 +107,7 @@ NOT_READY: tuple[type[Exception], ...] = (
     nats.errors.TimeoutError,
     nats.js.errors.ServiceUnavailableError,
     nats.js.errors.NoStreamResponseError,
+    BucketUnsettled,
 )
 
 
@@ -291,6 +300,9 @@ class NatsLog(EventLog):
 
         try:
             count, kv = await patiently(set_up)
+        except BucketUnsettled as exc:
+            await nc.close()
+            raise StoreError(f"JetStream is not usable on {shown(store)}: {exc}.") from exc
         except NOT_READY as exc:
             await nc.close()
             waited = f"{READY_TIMEOUT:.0f} s"
@@ -999,5 +1011,10 @@ async def ensure_bucket(js: JetStreamContext, name: str, replicas: int, *, ttl: 
         return await js.key_value(name)
     try:
         return await js.create_key_value(bucket=name, history=1, replicas=replicas, ttl=ttl or None)
-    except nats.js.errors.BadRequestError:  # made by another node meanwhile
-        return await js.key_value(name)
+    except nats.js.errors.BadRequestError as refusal:
+        # Made by another node meanwhile, or by our own earlier try whose answer timed out: in a cluster the
+        # refusal can come while the stream is still being made, before its info is found.
+        try:
+            return await js.key_value(name)
+        except nats.js.errors.BucketNotFoundError:
+            raise BucketUnsettled(name, refusal) from refusal

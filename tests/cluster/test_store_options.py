@@ -13,7 +13,7 @@ import nats
 import nats.js.errors
 import pytest
 
-from relay.log.nats import STREAM, NatsLog, StoreError, patiently
+from relay.log.nats import STREAM, BucketUnsettled, NatsLog, StoreError, ensure_bucket, patiently
 from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsd import NatsServer, free_port
 from tests.console import serve_refusal, tablerelay_bin
@@ -126,5 +126,35 @@ async def test_setting_up_waits_out_a_bucket_that_has_no_leader_yet(guarded: Nat
         with pytest.raises(nats.js.errors.NoStreamResponseError):
             await patiently(lambda: js.publish("$KV.never.key", b"1"), timeout=0.5)
         assert time.monotonic() - started < 5
+    finally:
+        await nc.close()
+
+
+async def test_a_bucket_refused_and_not_found_is_waited_for_then_named(guarded: NatsServer) -> None:
+    # A node whose create timed out under load, or that raced another node making the same bucket, can be
+    # refused (the stream is being made) and then not find it yet: that passes, so setting up waits it out.
+    # Here a stream already holding the bucket's subjects makes JetStream refuse, for as long as it stays.
+    nc = await nats.connect(f"nats://gm:s3cret@127.0.0.1:{guarded.port}")
+    try:
+        js = nc.jetstream(timeout=2)
+        await js.add_stream(name="squatter", subjects=["$KV.held.>"])
+        with pytest.raises(BucketUnsettled) as unsettled:
+            await ensure_bucket(js, "held", 1)
+        assert str(unsettled.value).startswith("the bucket held could not be made ("), str(unsettled.value)
+
+        async def leave() -> None:
+            await asyncio.sleep(0.6)
+            await js.delete_stream("squatter")
+
+        leaving = asyncio.create_task(leave())
+        started = time.monotonic()
+        kv = await patiently(lambda: ensure_bucket(js, "held", 1), timeout=10)
+        await leaving
+        assert time.monotonic() - started >= 0.5, "it waited for the way to clear"
+        await kv.put("key", b"1")
+        assert (await (await js.key_value("held")).get("key")).value == b"1"
+        await js.add_stream(name="squatter", subjects=["$KV.kept.>"])
+        with pytest.raises(BucketUnsettled):
+            await patiently(lambda: ensure_bucket(js, "kept", 1), timeout=0.5)
     finally:
         await nc.close()
