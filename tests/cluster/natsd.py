@@ -88,6 +88,22 @@ class NatsServer:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
 
+    def pause(self) -> None:
+        """SIGSTOP, returning once every thread has stopped: a signal takes effect when its thread is next
+        scheduled, and on a loaded machine a server went on answering for milliseconds after the send."""
+        assert self.proc is not None
+        assert self.proc.poll() is None, f"nats-server {self.name} is not running"
+        self.proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not _all_stopped(self.proc.pid):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nats-server {self.name} did not stop within 10 s of SIGSTOP")
+            time.sleep(0.001)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -112,6 +128,16 @@ class NatsServer:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"nats-server {self.name} did not start:\n{self.log.read_text()}")
             time.sleep(0.05)
+
+
+def _all_stopped(pid: int) -> bool:
+    threads = Path(f"/proc/{pid}/task")
+    states = []
+    for thread in threads.iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            # The state follows the command name, which is in parentheses and may hold spaces.
+            states.append((thread / "stat").read_text().rsplit(")", 1)[1].split()[0])
+    return bool(states) and all(state in "tT" for state in states)
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -168,16 +167,14 @@ async def test_a_publish_whose_puback_is_late_is_sent_again_and_stored_once(nats
         await log.state(room.id)
         assert await log.append(room.id, [record(1)], 0) == 1
         for server in others:
-            assert server.proc is not None
-            server.proc.send_signal(signal.SIGSTOP)
+            server.pause()
         try:
             pending = log.append(room.id, [record(2), record(3)], 1)
             await asyncio.sleep(PUBLISH_TIMEOUT + ACK_SWEEP + 0.5)
             assert not pending.done(), "not acknowledged without a quorum"
         finally:
             for server in others:
-                assert server.proc is not None
-                server.proc.send_signal(signal.SIGCONT)
+                server.resume()
         assert await asyncio.wait_for(pending, APPEND_DEADLINE) == 3
         assert next(log._ack_tokens) > 3, "the late publish was sent again (its first PubAck never counted)"
         assert [r["seq"] for r in await log.read(room.id, 0, 100)] == [1, 2, 3], "stored once"
