@@ -4,8 +4,9 @@
     python -m bench.ab --shape rooms100 --rounds 4 base=HEAD new=work new+uv=work:TABLERELAY_LOOP=uvloop
     python -m bench.ab --shape signing --rounds 3 new=work   # each variant signing on, then off
 
-A variant is ``NAME=TREE[:VAR=VALUE,...]``: ``TREE`` is ``work`` (this working tree) or a git revision,
-whose ``relay/`` and ``rules/`` are exported to a temporary folder and run ahead of the editable install;
+A variant is ``NAME=TREE[:VAR=VALUE,...]``: ``TREE`` is ``work`` (this working tree), a folder holding
+``relay/`` and ``rules/``, or a git revision, whose ``relay/`` and ``rules/`` are exported to a temporary
+folder; a folder or revision runs ahead of the editable install;
 the variables are added to the relay's environment. Shapes:
 
 - ``tables``: the many-tables section (1,000 rooms × 6, rolls to random rooms, 32 in flight); every
@@ -62,6 +63,8 @@ def parse_variant(text: str, scratch: Path) -> Variant:
         raise SystemExit(f"a variant is NAME=TREE[:VAR=VALUE,...], not {text!r}")
     if tree == "work":
         return Variant(name, None, env)
+    if os.path.isdir(tree):  # a prepared folder holding relay/ and rules/ (a compiled build, say)
+        return Variant(name, Path(tree).resolve(), env)
     folder = scratch / f"tree-{name}"
     folder.mkdir(parents=True)
     archive = subprocess.run(
