@@ -150,6 +150,10 @@ async def test_a_room_unloaded_on_one_node_is_let_go_there_while_another_node_se
     assert back.welcome["seq"] >= last, "loaded again with what was stored meanwhile"
     after = await player.roll(POWER, "public", "both hold it again")
     await back.event(after["seq"])
+    deadline = time.monotonic() + 10  # logged before the welcome; the stderr reader thread can lag under load
+    while sum('"room_loaded"' in line and room.id in line for line in a.log_lines) < 2:
+        assert time.monotonic() < deadline, "node a never logged loading the room again"
+        await asyncio.sleep(0.05)
     assert sum('"room_loaded"' in line and room.id in line for line in a.log_lines) == 2
 
 
