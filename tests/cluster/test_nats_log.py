@@ -93,7 +93,7 @@ async def test_each_node_is_given_the_others_events_once_in_order_and_never_its_
     # make the node take the events before it as already given.
     for turn in range(20):
         name = "a" if turn % 3 else "b"
-        writer = a if name == "a" else b
+        writer = {"a": a, "b": b}[name]
         async with asyncio.timeout(10):
             while held[name] < turn:
                 await asyncio.sleep(0.005)

@@ -151,6 +151,26 @@ class Server:
     def log_text(self) -> str:
         return "\n".join(self.log_lines)
 
+    def logged(self, event: str, room: str | None = None) -> list[dict[str, Any]]:
+        """The log records of ``event`` read so far (of room ``room`` only, if given)."""
+        return [
+            r
+            for r in map(parse_log_line, list(self.log_lines))
+            if r is not None and r.get("event") == event and (room is None or r.get("room") == room)
+        ]
+
+    async def alogged(
+        self, event: str, room: str | None = None, *, count: int = 1, timeout: float = 10.0
+    ) -> list[dict[str, Any]]:
+        """``logged``, once it holds ``count`` records: the server's stderr is read by a thread, which under
+        load can lag behind what the server has already said on its sockets."""
+        deadline = time.monotonic() + timeout
+        while len(found := self.logged(event, room)) < count:
+            tail = self.log_text()[-3000:]
+            assert time.monotonic() < deadline, f"fewer than {count} {event!r} lines logged:\n{tail}"
+            await asyncio.sleep(0.05)
+        return found
+
     def get(self, path: str, timeout: float = 5.0) -> tuple[int, str, str]:
         """A blocking HTTP GET: (status, content type, body)."""
         try:

@@ -16,10 +16,6 @@ from .conftest import Server, assert_full, assert_sealed, parse_log_line
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 
 
-def log_events(srv: Server, name: str) -> list[dict[str, Any]]:
-    return [r for r in map(parse_log_line, srv.log_lines) if r is not None and r.get("event") == name]
-
-
 async def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
@@ -60,7 +56,7 @@ async def test_a_late_reveal_reads_the_blob_back_and_an_idle_room_is_unloaded_an
     session = p.welcome["session"]
     await gm.close()
     await p.close()
-    await wait_for(lambda: any(r.get("room") == room.id for r in log_events(srv, "room_unloaded")))
+    await srv.alogged("room_unloaded", room.id)
     _, _, health = await srv.aget("/healthz")
     assert '"rooms": 0' in health, health
 
@@ -68,12 +64,10 @@ async def test_a_late_reveal_reads_the_blob_back_and_an_idle_room_is_unloaded_an
     assert back.welcome["recovered"] is True
     history = [ev["seq"] for ev in back.welcome["history"]]
     assert history == list(range(last + 1, back.welcome["seq"] + 1)), "the leaves stored while it was away"
-    # The server logged it before the welcome, but its stderr is read by a thread that can lag under load.
-    await wait_for(lambda: len(log_events(srv, "room_loaded")) >= 2)
-    assert len(log_events(srv, "room_loaded")) == 2, "loaded again from the log"
+    assert len(await srv.alogged("room_loaded", count=2)) == 2, "loaded again from the log"
     ack = await back.roll(POWER, "public", "after the reload")
     assert ack["seq"] == back.welcome["seq"] + 1, "seqs go on from the log, dense"
-    assert log_events(srv, "room_unloaded"), "unloaded once"
+    assert srv.logged("room_unloaded"), "unloaded once"
     errors = [r for r in map(parse_log_line, srv.log_lines) if r is not None and r.get("level") == "error"]
     assert not errors, errors
 
@@ -106,7 +100,7 @@ async def test_a_hidden_roll_out_of_memory_stays_sealed_in_histories_and_its_rev
     await wait_for(
         lambda: any(
             r.get("room") == room.id and r["floor"] >= effect["seq"]
-            for r in log_events(srv, "hidden_rolls_forgotten")
+            for r in srv.logged("hidden_rolls_forgotten")
         )
     )
 
