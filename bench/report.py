@@ -1,6 +1,6 @@
 """Write docs/benchmarks.md and docs/images/bench-*.png from a run's results.
 
-    python -m bench.report [bench/results/latest.json]
+    python -m bench.report [bench/results/latest.json] [--doc docs/benchmarks.md]
 
 Every number in the document comes from the results file of one run; the prose around them says how they
 were measured and reads the profiles that came with them.
@@ -8,6 +8,7 @@ were measured and reads the profiles that came with them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -1473,6 +1474,8 @@ started {results["started"]} UTC, {minutes:.1f} minutes).{updated}
 ./scripts/bench --quick    # smaller sizes, about a minute
 .venv/bin/python -m bench --only fanout,latency   # some sections; the others keep their last results
 .venv/bin/python -m bench.report                  # rewrite this page from bench/results/latest.json
+./scripts/bench --no-report --results /tmp/run.json   # a run to read, the page left as it is
+.venv/bin/python -m bench.report /tmp/run.json --doc /tmp/page/benchmarks.md   # its page, elsewhere
 ```
 
 The suite needs Node 20+ (the client harness) and the `bench` extra (`d20`, `matplotlib`,
@@ -1498,11 +1501,23 @@ harness's locked npm packages. It is not part of the test suite and makes no tim
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else ROOT / "bench" / "results" / "latest.json"
-    results = json.loads(path.read_text())
-    for out in write(results):
-        print(f"wrote {out.relative_to(ROOT)}")
+    parser = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n")[0])
+    latest = ROOT / "bench" / "results" / "latest.json"
+    parser.add_argument("results", nargs="?", type=Path, default=latest, help="a run's JSON")
+    parser.add_argument(
+        "--doc",
+        type=Path,
+        default=DOC,
+        help="the page to write (its plots go to images/ beside it): a run can be read without replacing "
+        "the recorded page",
+    )
+    args = parser.parse_args(argv)
+    try:
+        results = json.loads(args.results.read_text())
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read the results {args.results}: {exc}")
+    for out in write(results, doc=args.doc, images=args.doc.parent / "images"):
+        print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 
 
