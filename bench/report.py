@@ -254,6 +254,57 @@ def plot_growth(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def tables_split(rows: list[dict[str, Any]], profile: dict[str, Any] | None) -> dict[str, float] | None:
+    """The relay's CPU per roll in the many-tables runs by what it was spent on (µs), from the profile's
+    inclusive shares of the server process and the child's own figure; None without a profile."""
+    relay = _find(rows, kind="relay")
+    inclusive = dict((profile or {}).get("inclusive") or [])
+    split = (relay or {}).get("cpu_us_per_roll_by") or {}
+    in_process = sum(us for name, us in split.items() if name != "child processes")
+    shares = {
+        "the socket writes": inclusive.get("SocketSink.write (relay/server.py)"),
+        "the SQLite commit": inclusive.get("SqliteLog._hand_over (relay/log/sqlite.py)"),
+        "reading, checking, resolving": inclusive.get("Relay._handle_frame (relay/server.py)"),
+    }
+    if not in_process or any(share is None for share in shares.values()):
+        return None
+    parts = {name: (share or 0.0) * in_process / 100 for name, share in shares.items()}
+    parts["the rest: signing, ack, fan-out, framing, loop"] = in_process - sum(parts.values())
+    parts["nonces (child process)"] = split.get("child processes", 0.0)
+    return parts
+
+
+def plot_tables(rows: list[dict[str, Any]], parts: dict[str, float], path: Path) -> None:
+    """Where a small table's roll goes: the relay's CPU per roll in parts beside the bare server's, with
+    the budget the 0.8× goal leaves."""
+    plt = _plt()
+    bare = _find(rows, kind="bare")
+    fig, ax = plt.subplots(figsize=(8.4, 3.0))
+    colors = ["#2b6cb0", "#4299e1", "#90cdf4", "#bee3f8", "#cbd5e0"]
+    left = 0.0
+    for (name, us), color in zip(parts.items(), colors, strict=False):
+        ax.barh(1, us, left=left, color=color, label=f"{name} ({us:.0f} µs)")
+        left += us
+    if bare:
+        cost = bare["server_cpu_us_per_roll"]
+        ax.barh(
+            0, cost, color=COLORS["bare"], label=f"bare websockets: one read, the same writes ({cost:.0f} µs)"
+        )
+        budget = cost / GOAL_TABLES_BARE
+        ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1)
+        ax.text(
+            budget, 1.45, f" the relay's budget for {GOAL_TABLES_BARE}× ({budget:.0f} µs)", color="#c53030"
+        )
+    ax.set_yticks([0, 1], ["bare websockets", "tablerelay"])
+    ax.set_ylim(-0.6, 1.7)
+    ax.set_xlabel("server CPU per roll (µs), 1,000 rooms × 6 members")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=8)
+    fig.tight_layout(rect=(0, 0.3, 1, 1))
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def _shape(r: dict[str, Any]) -> str:
     if r["rooms"] == 1:
         return f"{r['rollers_per_room']} roller{'s' if r['rollers_per_room'] > 1 else ''}, 1 room"
@@ -757,6 +808,13 @@ def tables_section(rows: list[dict[str, Any]], profile: dict[str, Any] | None) -
             + ", ".join(f"{name} {us:.0f} µs" for name, us in relay["cpu_us_per_roll_by"].items())
             + "."
         )
+    picture = ""
+    if tables_split(rows, profile) is not None:
+        picture = (
+            "\n![Where a small table's roll goes: the relay's CPU per roll in parts, the bare server's, and"
+            " the budget the 0.8× goal leaves](images/bench-tables.png)\n\nThe parts are the profile's"
+            " inclusive shares of the server process (below), the nonces the child's own CPU.\n"
+        )
     text = f"""## 4b. Many tables
 
 A hosted relay's usual load: {first["rooms"]:,} rooms of {first["per_room"]} members (spectator sockets, in
@@ -770,7 +828,7 @@ leaving the driver → the last member of its room receiving the event) are pool
 {table(header, body)}
 
 {ratio_line}
-
+{picture}
 {_profile_block(profile, "the many-tables runs")}"""
     return text, goals
 
@@ -1433,6 +1491,10 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
         text, g = tables_section(sections["tables"], profiles.get("tables"))
         goals.update(g)
         parts.append(text)
+        split = tables_split(sections["tables"], profiles.get("tables"))
+        if split is not None:
+            plot_tables(sections["tables"], split, IMAGES / "bench-tables.png")
+            written.append(IMAGES / "bench-tables.png")
     if "growth" in sections:
         parts.append(growth_section(sections["growth"]))
         plot_growth(sections["growth"], IMAGES / "bench-growth.png")
