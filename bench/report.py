@@ -254,23 +254,29 @@ def plot_growth(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def tables_split(rows: list[dict[str, Any]], profile: dict[str, Any] | None) -> dict[str, float] | None:
-    """The relay's CPU per roll in the many-tables runs by what it was spent on (µs), from the profile's
-    inclusive shares of the server process and the child's own figure; None without a profile."""
-    relay = _find(rows, kind="relay")
+#: The parts of a small table's roll the page names, by the function whose inclusive share measures each.
+TABLES_PARTS = {
+    "the socket writes": "SocketSink.write (relay/server.py)",
+    "the SQLite commit": "SqliteLog._hand_over (relay/log/sqlite.py)",
+    "reading, checking, resolving": "Relay._handle_frame (relay/server.py)",
+}
+TABLES_REST = "the rest: signing, ack, fan-out, framing, loop"
+TABLES_CHILD = "nonces (child process)"
+
+
+def tables_split(relay: dict[str, Any] | None, profile: dict[str, Any] | None) -> dict[str, float] | None:
+    """The relay's CPU per roll in the many-tables runs by what it was spent on (µs): ``TABLES_PARTS`` from
+    the profile's inclusive shares of the server process, the rest of it, and the child's own figure;
+    None without a profile."""
     inclusive = dict((profile or {}).get("inclusive") or [])
     split = (relay or {}).get("cpu_us_per_roll_by") or {}
     in_process = sum(us for name, us in split.items() if name != "child processes")
-    shares = {
-        "the socket writes": inclusive.get("SocketSink.write (relay/server.py)"),
-        "the SQLite commit": inclusive.get("SqliteLog._hand_over (relay/log/sqlite.py)"),
-        "reading, checking, resolving": inclusive.get("Relay._handle_frame (relay/server.py)"),
-    }
+    shares = {name: inclusive.get(function) for name, function in TABLES_PARTS.items()}
     if not in_process or any(share is None for share in shares.values()):
         return None
     parts = {name: (share or 0.0) * in_process / 100 for name, share in shares.items()}
-    parts["the rest: signing, ack, fan-out, framing, loop"] = in_process - sum(parts.values())
-    parts["nonces (child process)"] = split.get("child processes", 0.0)
+    parts[TABLES_REST] = in_process - sum(parts.values())
+    parts[TABLES_CHILD] = split.get("child processes", 0.0)
     return parts
 
 
@@ -809,7 +815,7 @@ def tables_section(rows: list[dict[str, Any]], profile: dict[str, Any] | None) -
             + "."
         )
     picture = ""
-    if tables_split(rows, profile) is not None:
+    if tables_split(relay, profile) is not None:
         picture = (
             "\n![Where a small table's roll goes: the relay's CPU per roll in parts, the bare server's, and"
             " the budget the 0.8× goal leaves](images/bench-tables.png)\n\nThe parts are the profile's"
@@ -1392,23 +1398,17 @@ def _tables_floor(relay: dict[str, Any], bare: dict[str, Any], profile: dict[str
         "encodes the ack and the event form canonically and signs it (with a nonce made ahead by a child "
         "process)"
     )
-    inclusive = dict((profile or {}).get("inclusive") or [])
-    in_process = sum(us for name, us in split.items() if name != "child processes")
-    writes = inclusive.get("SocketSink.write (relay/server.py)")
-    sqlite = inclusive.get("SqliteLog._hand_over (relay/log/sqlite.py)")
-    frames = inclusive.get("Relay._handle_frame (relay/server.py)")
-    if writes is None or sqlite is None or frames is None or not in_process:
+    spent_on = tables_split(relay, profile)
+    if spent_on is None:
         return text
+    in_process = sum(us for name, us in spent_on.items() if name != TABLES_CHILD)
+    writes, sqlite, frames = (spent_on[name] for name in TABLES_PARTS)
     floor = bare["server_cpu_us_per_roll"] / GOAL_TABLES_BARE
-
-    def us(share: float) -> str:
-        return f"{share * in_process / 100:.0f} µs"
-
-    spent = (writes + sqlite + frames) * in_process / 100
+    spent = writes + sqlite + frames
     return (
         f"{text}. By the profile's shares of the server process's {in_process:.0f} µs: the socket writes "
-        f"{us(writes)}, the SQLite commit on the loop {us(sqlite)}, reading, checking and resolving the "
-        f"frame {us(frames)}, the nonces {split.get('child processes', 0):.0f} µs more in the child. "
+        f"{writes:.0f} µs, the SQLite commit on the loop {sqlite:.0f} µs, reading, checking and resolving "
+        f"the frame {frames:.0f} µs, the nonces {spent_on[TABLES_CHILD]:.0f} µs more in the child. "
         f"For {GOAL_TABLES_BARE}× the relay could spend {floor:.0f} µs per roll in all; the writes, the "
         f"commit and the frame's handling alone take {spent:.0f} µs (the writes are the bare server's own "
         "cost; the commit, in C, writes the WAL's pages, an index page for each room it touches), before "
@@ -1494,7 +1494,7 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
         text, g = tables_section(sections["tables"], profiles.get("tables"))
         goals.update(g)
         parts.append(text)
-        split = tables_split(sections["tables"], profiles.get("tables"))
+        split = tables_split(_find(sections["tables"], kind="relay"), profiles.get("tables"))
         if split is not None:
             plot_tables(sections["tables"], split, IMAGES / "bench-tables.png")
             written.append(IMAGES / "bench-tables.png")
