@@ -91,13 +91,13 @@ async def test_each_node_is_given_the_others_events_once_in_order_and_never_its_
     # events it holds, as the server does (relay/cluster.py waits for the other node's events after a lost
     # race): an append built on a seq this node was never given is not a server's, and its success would
     # make the node take the events before it as already given.
+    writers = {"a": a, "b": b}
     for turn in range(20):
         name = "a" if turn % 3 else "b"
-        writer = {"a": a, "b": b}[name]
         async with asyncio.timeout(10):
             while held[name] < turn:
                 await asyncio.sleep(0.005)
-        held[name] = await writer.append(room.id, [record(turn + 1)], turn)
+        held[name] = await writers[name].append(room.id, [record(turn + 1)], turn)
     await asyncio.sleep(0.5)
     written_by_b = {t + 1 for t in range(20) if t % 3 == 0}
     assert got["a"] == sorted(written_by_b), "a is given exactly b's appends, in order"

@@ -166,8 +166,10 @@ class Server:
         load can lag behind what the server has already said on its sockets."""
         deadline = time.monotonic() + timeout
         while len(found := self.logged(event, room)) < count:
-            tail = self.log_text()[-3000:]
-            assert time.monotonic() < deadline, f"fewer than {count} {event!r} lines logged:\n{tail}"
+            # The message (every line read so far, joined) is built only if the wait fails.
+            assert time.monotonic() < deadline, (
+                f"fewer than {count} {event!r} lines logged:\n{self.log_text()[-3000:]}"
+            )
             await asyncio.sleep(0.05)
         return found
 
