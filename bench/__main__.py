@@ -57,7 +57,9 @@ class Sizes:
     growth_kinds: tuple[str, ...]
     chain_divisor: int  # one-at-a-time runs send events // chain_divisor rolls
     profile_members: int
-    signing_rounds: int  # signing on, then off, this many times; the best of each counts
+    signing_rounds: int  # fan-out with signing on, then off, this many times; the best of each counts
+    signing_pairs: int  # acked rolls: windows of the signed and the unsigned relay, taking turns
+    signing_seconds: float  # each such window
     tables_rooms: int  # many tables: rooms of tables_per_room members, rolls to random rooms
     tables_per_room: int
     tables_rolls: int  # per run
@@ -87,6 +89,8 @@ FULL = Sizes(
     chain_divisor=4,
     profile_members=1000,
     signing_rounds=3,
+    signing_pairs=12,
+    signing_seconds=1.0,
     tables_rooms=1000,
     tables_per_room=6,
     tables_rolls=6000,
@@ -116,6 +120,8 @@ QUICK = Sizes(
     chain_divisor=4,
     profile_members=1000,
     signing_rounds=1,
+    signing_pairs=2,
+    signing_seconds=0.7,
     tables_rooms=1000,
     tables_per_room=6,
     tables_rolls=3000,
@@ -333,27 +339,30 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         return {"members": members, "rooms": rooms}
 
     async def do_signing() -> dict[str, Any]:
-        # What signing costs, signing on against off on the same machine minutes apart, taking turns so
-        # that load from other work falls on both: acked rolls with 100 rollers in one room (the roll
-        # path, one signature per roll) and fan-out to 1,000 members (one signature per roll, spread
-        # over 1,000 deliveries).
+        # What signing costs, signing on against off on the same machine. Acked rolls (the roll path, one
+        # signature per roll): both relays up at once with 100 rollers each, taking turns in short windows,
+        # so each pair of windows meets nearly the same machine. Fan-out to 1,000 members (one signature
+        # per roll, spread over 1,000 deliveries): a fresh server per turn, taking turns.
+        paired = await appends.paired(
+            run_dir,
+            calibration,
+            {"on": {"signing": True}, "off": {"signing": False}},
+            rooms=1,
+            rollers_per_room=100,
+            rounds=sizes.signing_pairs,
+            seconds=sizes.signing_seconds,
+        )
+        for i, (on, off) in enumerate(zip(paired["on"], paired["off"], strict=True), 1):
+            _say(
+                f"signing round {i:>2}: 100 rollers on {on['rate']:>7,.0f}  off {off['rate']:>7,.0f}"
+                f" acked rolls/s  ({on['rate'] / max(off['rate'], 1):.2f}×)"
+            )
+        out: dict[str, Any] = {"paired": {"seconds": sizes.signing_seconds, **paired}, "fanout": []}
         members = 1000
         events = fanout.events_for(members, sizes.fanout_deliveries)
-        out: dict[str, Any] = {"appends": [], "fanout": []}
         for _ in range(sizes.signing_rounds):
             for signing in (True, False):
                 mode = "on" if signing else "off"
-                r = await appends.measure(
-                    run_dir,
-                    calibration,
-                    rooms=1,
-                    rollers_per_room=100,
-                    seconds=sizes.append_seconds,
-                    repeats=sizes.append_windows,
-                    signing=signing,
-                )
-                _say(f"signing {mode:>3}: 100 rollers {r['rate']:>8,.0f} acked rolls/s")
-                out["appends"].append(r)
                 f = await fanout.measure(
                     "relay",
                     run_dir,

@@ -3,6 +3,7 @@
     python -m bench.ab --shape tables --rounds 3 base=HEAD new=work
     python -m bench.ab --shape rooms100 --rounds 4 base=HEAD new=work new+uv=work:TABLERELAY_LOOP=uvloop
     python -m bench.ab --shape signing --rounds 3 new=work   # each variant signing on, then off
+    python -m bench.ab --shape pairs --rounds 12 new=work    # the same, all up at once, in turns
 
 A variant is ``NAME=TREE[:VAR=VALUE,...]``: ``TREE`` is ``work`` (this working tree), a folder holding
 ``relay/`` and ``rules/``, or a git revision, whose ``relay/`` and ``rules/`` are exported to a temporary
@@ -15,6 +16,9 @@ the variables are added to the relay's environment. Shapes:
 - ``rooms100`` / ``room100``: acked rolls with 100 rooms × 1 roller / 100 rollers in one room; a fresh
   server per window, the variants taking turns.
 - ``signing``: ``room100`` with signing on and off for each variant, taking turns.
+- ``pairs``: the signing section's method: every variant signed and unsigned, all up at once with 100
+  rollers each, taking turns in windows of ``--seconds``; each variant's signed ÷ unsigned, the median
+  of the rounds' ratios.
 - ``chain1`` / ``chain100`` / ``chain1000``: the fan-out section's one roll at a time into a room of 1 / 100 /
   1,000 (a fresh server per turn), with the bare ``websockets`` server as one more turn unless ``--no-bare``.
   A room of one shows a roll's fixed cost (CPU per roll = per delivery), the part a larger room shares out.
@@ -149,6 +153,40 @@ async def run_appends(
         )
 
 
+async def run_pairs(variants: list[Variant], run_dir: Path, rounds: int, seconds: float) -> None:
+    """The signing section's method: every variant signed and unsigned, all up at once, taking turns in
+    short windows (``appends.paired``); the figure is the median of the rounds' signed ÷ unsigned."""
+    calibration = await servers.calibrate(run_dir)
+    setups = {
+        f"{v.name}{'' if signing else ' unsigned'}": {"signing": signing, **v.start()}
+        for v in variants
+        for signing in (True, False)
+    }
+    out = await appends.paired(
+        run_dir, calibration, setups, rooms=1, rollers_per_room=100, rounds=rounds, seconds=seconds
+    )
+    names = list(out)
+    for i in range(rounds):
+        cells = "  ".join(f"{name} {out[name][i]['rate']:>6,.0f}" for name in names)
+        _say(f"round {i + 1:>2}  {cells}  acked/s")
+    for name in names:
+        windows = out[name]
+        loop = statistics.median(w["cpu_us_per_roll_by"].get("event loop thread", 0.0) for w in windows)
+        child = statistics.median(w["cpu_us_per_roll_by"].get("child processes", 0.0) for w in windows)
+        rollers = statistics.median(1e6 * w["client_cpu"] / w["rate"] for w in windows if w["rate"])
+        _say(
+            f"{name:>16}: median {statistics.median(w['rate'] for w in windows):>7,.0f} acked/s;"
+            f" µs per roll: loop {loop:.0f}, nonces {child:.0f}, rollers {rollers:.0f}"
+        )
+    for v in variants:
+        on, off = out[v.name], out[f"{v.name} unsigned"]
+        ratios = sorted(a["rate"] / b["rate"] for a, b in zip(on, off, strict=True) if b["rate"])
+        _say(
+            f"{v.name:>16}: signed ÷ unsigned {statistics.median(ratios):.3f}"
+            f" (the rounds' median; {ratios[0]:.2f}–{ratios[-1]:.2f})"
+        )
+
+
 async def run_chain(
     variants: list[Variant],
     run_dir: Path,
@@ -224,13 +262,24 @@ async def run_burst(variants: list[Variant], run_dir: Path, rounds: int) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
-    shapes = ("tables", "rooms100", "room100", "signing", "chain1", "chain100", "chain1000", "burst1000")
+    shapes = (
+        "tables",
+        "rooms100",
+        "room100",
+        "signing",
+        "pairs",
+        "chain1",
+        "chain100",
+        "chain1000",
+        "burst1000",
+    )
     parser.add_argument("--shape", choices=shapes, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-bare", action="store_true", help="tables, chains: no bare websockets turn")
     parser.add_argument(
         "--deliveries", type=int, default=22_500, help="chains: deliveries per turn (longer: less noise)"
     )
+    parser.add_argument("--seconds", type=float, default=1.0, help="pairs: each window's length")
     parser.add_argument("variants", nargs="+", help="NAME=TREE[:VAR=VALUE,...]")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tablerelay-ab-"))
@@ -244,6 +293,8 @@ def main() -> None:
         elif args.shape in ("chain1", "chain100", "chain1000"):
             members = int(args.shape.removeprefix("chain"))
             body = run_chain(variants, scratch, args.rounds, not args.no_bare, members, args.deliveries)
+        elif args.shape == "pairs":
+            body = run_pairs(variants, scratch, args.rounds, args.seconds)
         elif args.shape == "burst1000":
             body = run_burst(variants, scratch, args.rounds)
         elif args.shape == "room100":

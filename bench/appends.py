@@ -21,15 +21,107 @@ import asyncio
 import contextlib
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.harness import close_all, cpu_seconds, gather_expect, split, start_clients
+from bench.harness import Clients, close_all, cpu_seconds, gather_expect, split, start_clients
 from bench.profile import Sampler
 from bench.servers import Calibration
 from bench.tables import split_cpu
 from relay.log.sqlite import SqliteLog
+
+
+class Rig:
+    """One relay with its rollers connected and idle between windows: ``window`` runs them for a while."""
+
+    def __init__(self, server: servers.Server, groups: list[Clients], rollers_per_room: int) -> None:
+        self.server = server
+        self.groups = groups
+        self.rollers_per_room = rollers_per_room
+
+    @classmethod
+    async def open(
+        cls,
+        run_dir: Path,
+        calibration: Calibration,
+        *,
+        rooms: int,
+        rollers_per_room: int,
+        signing: bool = True,
+        tag: str = "",
+        **start: Any,
+    ) -> Rig:
+        """``start`` adds ``servers.start`` arguments (``bench.ab``'s variants: a source tree,
+        environment)."""
+        name = f"appends-{rooms}x{rollers_per_room}{tag}"
+        server = await servers.start("relay", run_dir, calibration, name, signing=signing, **start)
+        groups: list[Clients] = []
+        try:
+            made = server.add_rooms(rooms)
+            total = rooms * rollers_per_room
+            parts = 1 if total * rollers_per_room < 1000 else 2  # deliveries to in-room rollers weigh most
+            for i, chunk in enumerate(split(server.targets("roller", made, rollers_per_room), parts)):
+                groups.append(
+                    await start_clients(
+                        f"{name}-{i}",
+                        run_dir,
+                        {
+                            "role": "roller",
+                            "kind": "relay",
+                            "targets": [t for t in chunk if t["conns"]],
+                            "intent": servers.INTENT,
+                            "label": servers.LABEL,
+                            "lean": True,
+                        },
+                    )
+                )
+            await gather_expect(groups, "ready", 120)
+        except BaseException:
+            await close_all(groups)
+            await server.stop()
+            raise
+        return cls(server, groups, rollers_per_room)
+
+    async def window(self, seconds: float, profile: Path | None = None) -> dict[str, Any]:
+        """Every roller rolls for ``seconds``: acks, server CPU (all of it and by thread), rollers' CPU."""
+        server, groups = self.server, self.groups
+        sampler = Sampler(server.pid, profile) if profile is not None else None
+        async with sampler or contextlib.nullcontext():
+            cpu0 = server.process.cpu_seconds()
+            split0 = split_cpu(server.pid)
+            client0 = sum(cpu_seconds(g.proc.pid) for g in groups)
+            for group in groups:
+                group.send(cmd="go", duration=seconds)
+            done = await gather_expect(groups, "done", seconds + 60)
+            cpu = server.process.cpu_seconds() - cpu0
+            split1 = split_cpu(server.pid)
+            client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
+        by = {k: v - split0.get(k, 0.0) for k, v in split1.items() if v > split0.get(k, 0.0)}
+        acks = sum(d["acks"] for d in done)
+        errors: dict[str, int] = {}
+        for d in done:
+            for code, n in (d.get("errors") or {}).items():
+                errors[code] = errors.get(code, 0) + n
+        return {
+            "seconds": seconds,
+            "acks": acks,
+            "rate": acks / seconds,
+            "deliveries_per_second": acks * self.rollers_per_room / seconds,
+            # Cores busy on average: the server, and the roller processes.
+            "server_cpu": cpu / seconds,
+            "client_cpu": client_cpu / seconds,
+            # Server CPU per acked roll (µs), all of it and by thread (event loop, others, signing child).
+            "cpu_us_per_roll": 1e6 * cpu / max(1, acks),
+            "cpu_us_per_roll_by": {k: round(1e6 * v / max(1, acks), 1) for k, v in by.items()},
+            "errors": errors,
+            **({"profile": sampler.result} if sampler is not None else {}),
+        }
+
+    async def close(self) -> None:
+        await close_all(self.groups)
+        await self.server.stop()
 
 
 async def measure(
@@ -45,84 +137,63 @@ async def measure(
     signing: bool = True,
     **start: Any,
 ) -> dict[str, Any]:
-    """Acknowledged rolls per second; ``profile`` samples the server (py-spy) in the measured window.
-
-    ``start`` adds ``servers.start`` arguments (``bench.ab``'s variants: a source tree, environment).
-    """
-    server = await servers.start(
-        "relay", run_dir, calibration, f"appends-{rooms}x{rollers_per_room}", signing=signing, **start
+    """Acknowledged rolls per second, the best of ``repeats`` windows after a warm-up; ``profile`` samples
+    the server (py-spy) in the last window."""
+    rig = await Rig.open(
+        run_dir, calibration, rooms=rooms, rollers_per_room=rollers_per_room, signing=signing, **start
     )
-    groups = []
     try:
-        made = server.add_rooms(rooms)
-        total = rooms * rollers_per_room
-        parts = (
-            1 if total * rollers_per_room < 1000 else 2
-        )  # deliveries to in-room rollers are the heavy part
-        for i, chunk in enumerate(split(server.targets("roller", made, rollers_per_room), parts)):
-            groups.append(
-                await start_clients(
-                    f"appends-{rooms}x{rollers_per_room}-{i}",
-                    run_dir,
-                    {
-                        "role": "roller",
-                        "kind": "relay",
-                        "targets": [t for t in chunk if t["conns"]],
-                        "intent": servers.INTENT,
-                        "label": servers.LABEL,
-                        "lean": True,
-                    },
-                )
-            )
-        await gather_expect(groups, "ready", 120)
-        sampler_result: dict[str, Any] | None = None
-        windows = []
-        for i, length in enumerate((warmup, *[seconds] * repeats)):
-            last = i == repeats
-            sampler = Sampler(server.pid, profile) if profile is not None and last else None
-            async with sampler or contextlib.nullcontext():
-                cpu0 = server.process.cpu_seconds()
-                split0 = split_cpu(server.pid)
-                client0 = sum(cpu_seconds(g.proc.pid) for g in groups)
-                for group in groups:
-                    group.send(cmd="go", duration=length)
-                done = await gather_expect(groups, "done", length + 60)
-                cpu = server.process.cpu_seconds() - cpu0
-                split1 = split_cpu(server.pid)
-                by = {k: v - split0.get(k, 0.0) for k, v in split1.items() if v > split0.get(k, 0.0)}
-                client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
-            if sampler is not None:
-                sampler_result = sampler.result
-            if i > 0:
-                windows.append((sum(d["acks"] for d in done), cpu, client_cpu, done, by))
+        await rig.window(warmup)
+        windows = [await rig.window(seconds, profile if i == repeats - 1 else None) for i in range(repeats)]
     finally:
-        await close_all(groups)
-        await server.stop()
+        await rig.close()
     # The best window: on a shared machine, interference only ever slows one down.
-    acks, cpu, client_cpu, done, by = max(windows, key=lambda w: w[0])
-    errors: dict[str, int] = {}
-    for d in done:
-        for code, n in (d.get("errors") or {}).items():
-            errors[code] = errors.get(code, 0) + n
+    best = max(windows, key=lambda w: w["acks"])
+    profiled = windows[-1].get("profile")
     return {
         "rooms": rooms,
         "rollers_per_room": rollers_per_room,
         "rollers": rooms * rollers_per_room,
         "signing": signing,
-        "seconds": seconds,
-        "acks": acks,
-        "windows": [w[0] for w in windows],
-        "rate": acks / seconds,
-        "deliveries_per_second": acks * rollers_per_room / seconds,
-        # Cores busy on average: the server, and the roller processes.
-        "server_cpu": cpu / seconds,
-        "client_cpu": client_cpu / seconds,
-        # Server CPU per acked roll (µs), all of it and by thread (event loop, others, signing child).
-        "cpu_us_per_roll": 1e6 * cpu / max(1, acks),
-        "cpu_us_per_roll_by": {k: round(1e6 * v / max(1, acks), 1) for k, v in by.items()},
-        "errors": errors,
-        **({"profile": sampler_result} if sampler_result is not None else {}),
+        **{k: v for k, v in best.items() if k != "profile"},
+        "windows": [w["acks"] for w in windows],
+        **({"profile": profiled} if profiled is not None else {}),
     }
+
+
+async def paired(
+    run_dir: Path,
+    calibration: Calibration,
+    setups: Mapping[str, Mapping[str, Any]],
+    *,
+    rooms: int,
+    rollers_per_room: int,
+    rounds: int,
+    seconds: float,
+    warmup: float = 0.5,
+) -> dict[str, list[dict[str, Any]]]:
+    """Windows of several relays (``setups``: name -> ``Rig.open`` arguments), all up at once, taking turns.
+
+    Round after round each relay's rollers roll for ``seconds`` while the others' wait, the order reversed
+    every other round (A B, B A, …) so that neither side always follows the other. On a shared machine
+    whose speed drifts from one second to the next, two windows a second apart meet nearly the same
+    machine: the ratio of each round's pair is a far steadier figure than two runs minutes apart.
+    Returns each setup's windows in round order.
+    """
+    rigs: dict[str, Rig] = {}
+    try:
+        for name, options in setups.items():
+            shape = {"rooms": rooms, "rollers_per_room": rollers_per_room}
+            rigs[name] = await Rig.open(run_dir, calibration, **shape, tag=f"-{name}", **options)
+            await rigs[name].window(warmup)
+        out: dict[str, list[dict[str, Any]]] = {name: [] for name in rigs}
+        names = list(rigs)
+        for i in range(rounds):
+            for name in names if i % 2 == 0 else reversed(names):
+                out[name].append(await rigs[name].window(seconds))
+        return out
+    finally:
+        await asyncio.gather(*(rig.close() for rig in rigs.values()), return_exceptions=True)
 
 
 async def storage(run_dir: Path, calibration: Calibration, *, writers: int, seconds: float) -> dict[str, Any]:

@@ -882,63 +882,135 @@ def _appends_bounds(data: dict[str, Any], profile: dict[str, Any] | None) -> str
     return "\n".join(lines)
 
 
+def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The signing section's acked-roll windows, summed up: the median rate of each side, the median of the
+    rounds' on ÷ off ratios (the goal's figure), their spread, and the median CPU per roll by part."""
+    paired = data.get("paired") or {}
+    on, off = paired.get("on") or [], paired.get("off") or []
+    if not on or len(on) != len(off):
+        return None
+    ratios = sorted(a["rate"] / b["rate"] for a, b in zip(on, off, strict=True) if b["rate"])
+    if not ratios:
+        return None
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+
+    def cpu(windows: list[dict[str, Any]]) -> dict[str, float]:
+        # µs per acked roll, medians of the windows: the server by part, all of it, and the rollers'.
+        parts = sorted({name for w in windows for name in w.get("cpu_us_per_roll_by", {})})
+        out = {
+            name: statistics.median(w["cpu_us_per_roll_by"].get(name, 0.0) for w in windows) for name in parts
+        }
+        out["server"] = statistics.median(w["cpu_us_per_roll"] for w in windows)
+        out["rollers"] = statistics.median(1e6 * w["client_cpu"] / w["rate"] for w in windows if w["rate"])
+        out["both"] = statistics.median(
+            1e6 * (w["server_cpu"] + w["client_cpu"]) / w["rate"] for w in windows if w["rate"]
+        )
+        out["cores"] = statistics.median(w["server_cpu"] + w["client_cpu"] for w in windows)
+        return out
+
+    return {
+        "rounds": len(ratios),
+        "seconds": paired.get("seconds"),
+        "on": statistics.median(w["rate"] for w in on),
+        "off": statistics.median(w["rate"] for w in off),
+        "ratio": statistics.median(ratios),
+        "low": ratios[0],
+        "high": ratios[-1],
+        "quartiles": (quartiles[0], quartiles[2]),
+        "cpu_on": cpu(on),
+        "cpu_off": cpu(off),
+        "drift": (min(w["cpu_us_per_roll"] for w in off), max(w["cpu_us_per_roll"] for w in off)),
+    }
+
+
 def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Signing on against off: the best run of each mode, and their ratio."""
+    """Signing on against off: acked rolls from windows taken in turns (medians), fan-out the best run of
+    each mode; and their ratios."""
 
     def best(rows: list[dict[str, Any]], signing: bool, key: str) -> float | None:
         values = [r[key] for r in rows if r.get("signing", True) is signing and r.get(key)]
         return max(values) if values else None
 
-    appends, fan = data.get("appends", []), data.get("fanout", [])
-    measured = [
-        ("acked rolls/s, 100 rollers in one room", appends, "rate", "signing_appends"),
-        ("fan-out at N = 1,000, bursts (deliveries/s)", fan, "rate", "signing_fanout"),
-        ("fan-out at N = 1,000, one roll at a time (deliveries/s)", fan, "chain_rate", "signing_chain"),
-    ]
+    fan = data.get("fanout", [])
+    pairs = signing_pairs(data)
     rows, goals = [], {}
-    for name, runs, key, goal in measured:
-        on, off = best(runs, True, key), best(runs, False, key)
+    if pairs is not None:
+        rows.append(
+            (
+                "acked rolls/s, 100 rollers in one room",
+                n0(pairs["on"]),
+                n0(pairs["off"]),
+                f"{pairs['ratio']:.2f}×",
+            )
+        )
+        goals["signing_appends"] = pairs["ratio"]
+    for name, key, goal in (
+        ("fan-out at N = 1,000, bursts (deliveries/s)", "rate", "signing_fanout"),
+        ("fan-out at N = 1,000, one roll at a time (deliveries/s)", "chain_rate", "signing_chain"),
+    ):
+        on, off = best(fan, True, key), best(fan, False, key)
         rows.append((name, n0(on), n0(off), ratio(on, off)))
         if on and off:
             goals[goal] = on / off
     cpu_rows = []
-    for name, runs, key, per in (
-        ("per acked roll", appends, "server_cpu", "rate"),
-        ("per delivery, bursts", fan, "server_cpu_us", None),
-        ("per delivery, one at a time", fan, "chain_server_cpu_us", None),
+    if pairs is not None:
+        on_cpu, off_cpu = pairs["cpu_on"], pairs["cpu_off"]
+        cpu_rows.append(("per acked roll", n1(on_cpu["server"]), n1(off_cpu["server"])))
+        for part, name in (("event loop thread", "the event loop"), ("child processes", "the nonce process")):
+            cpu_rows.append((f"of it, {name}", n1(on_cpu.get(part)), n1(off_cpu.get(part))))
+        cpu_rows.append(("per acked roll, the 100 rollers", n1(on_cpu["rollers"]), n1(off_cpu["rollers"])))
+    for name, key in (
+        ("per delivery, bursts", "server_cpu_us"),
+        ("per delivery, one at a time", "chain_server_cpu_us"),
     ):
         figures = []
         for signing in (True, False):
-            chosen = [r for r in runs if r.get("signing", True) is signing and r.get(per or key)]
-            if not chosen:
-                figures.append("–")
-                continue
-            r = max(chosen, key=lambda r: r[per or key])
-            figures.append(f"{1e6 * r[key] / r[per]:,.1f}" if per else f"{r[key]:,.2f}")
+            chosen = [r for r in fan if r.get("signing", True) is signing and r.get(key)]
+            figures.append(f"{max(chosen, key=lambda r: r[key])[key]:,.2f}" if chosen else "–")
         cpu_rows.append((name, *figures))
-    rounds = len(appends) // 2
+    rounds = len(fan) // 2
+    if pairs is not None:
+        low, high = pairs["quartiles"]
+        spread = (
+            f"half of them between {low:.2f}× and {high:.2f}×, all between {pairs['low']:.2f}× and "
+            f"{pairs['high']:.2f}×"
+            if pairs["rounds"] >= 4
+            else f"{pairs['low']:.2f}× and {pairs['high']:.2f}×"
+        )
+        drift = pairs["drift"]
+        acked = (
+            "Acked rolls as in section 4 (100 rollers in one room, every roll signed once and delivered to "
+            "all 100), measured in turns: the signed and the unsigned relay both up, each with its own 100 "
+            f"rollers, which roll for {pairs['seconds']:g} s while the other side's wait, {pairs['rounds']} "
+            "rounds, the order reversed every other round. This machine's speed drifts from one second to "
+            f"the next (in this run the unsigned relay's windows took from {drift[0]:.0f} to {drift[1]:.0f} "
+            "µs of server CPU per roll), so two windows a second apart are the fairest pair it offers: the "
+            "table gives the median of each side's windows and, as on ÷ off, the median of the rounds' "
+            f"ratios ({spread})."
+        )
+    else:
+        acked = "Acked rolls were not measured in this run."
     text = f"""## 6. Signing
 
 What signing every event costs (spec/signing.md: one Ed25519 signature per event and audience form,
 over its canonical MessagePack): the same relay started with signing on, and with it off
-(`TABLERELAY_SIGNING=off`, a setting that exists for this measurement only), taking turns
-({rounds} round{"s" if rounds != 1 else ""} of on then off; the best run of each mode counts). Acked rolls
-as in section 4 (100 rollers in one room, every roll signed once and delivered to all 100); fan-out as in
-section 1 (N = 1,000: each roll signed once for 1,000 deliveries).
+(`TABLERELAY_SIGNING=off`, a setting that exists for this measurement only). {acked} Fan-out as in
+section 1 (N = 1,000: each roll signed once for 1,000 deliveries), a fresh server per turn, {rounds}
+round{"s" if rounds != 1 else ""} of on then off, the best run of each mode.
 
 {table(["measure", "signing on", "signing off", "on ÷ off"], rows)}
 
-Server CPU (µs, all threads) in the same runs:
+Server CPU (µs, all threads and the nonce process) in the same runs (acked rolls: medians of the windows):
 
 {table(["", "signing on", "signing off"], cpu_rows)}
 
 Each event and audience form is encoded once on the event loop, canonically, as the sockets get it, and
-signed there in about 3 µs: the costly part of an Ed25519 signature, the nonce point r·B (about 18 µs),
-does not depend on the message, so a child process makes those points ahead of time, on the other core,
-from random nonces (docs/verification.md, "How the server signs"). Nothing waits for a signature: the
-event leaves in the same write as its ack. The server CPU above counts both processes. A signature is
-made once however many sockets receive the event, so fan-out barely notices it; acked rolls pay it once
-per roll. Verifying is the clients' work.
+signed there in a few µs: the costly part of an Ed25519 signature, the nonce point r·B (the nonce process
+row above: one point per roll), does not depend on the message, so a child process makes those points
+ahead of time, on the other core, from random nonces (docs/verification.md, "How the server signs").
+Nothing waits for a signature: the event leaves in the same write as its ack. The server CPU above counts
+both processes. A signature is made once however many sockets receive the event, so fan-out barely
+notices it; acked rolls pay it once per roll. Verifying is the clients' work.
 """
     return text, goals
 
@@ -1353,34 +1425,28 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "already in."
         )
     value = goals.get("signing_appends")
-    runs = (sections.get("signing") or {}).get("appends", [])
-    split = {
-        mode: [
-            r["cpu_us_per_roll_by"]
-            for r in runs
-            if r.get("signing", True) is mode and "cpu_us_per_roll_by" in r
-        ]
-        for mode in (True, False)
-    }
-    if value is not None and value < GOAL_SIGNING and split[True] and split[False]:
-
-        def median(mode: bool, name: str) -> float:
-            return statistics.median(by.get(name, 0.0) for by in split[mode])
-
+    pairs = signing_pairs(sections.get("signing") or {})
+    if value is not None and value < GOAL_SIGNING and pairs is not None:
+        on, off = pairs["cpu_on"], pairs["cpu_off"]
+        loop_on, loop_off = on.get("event loop thread", 0.0), off.get("event loop thread", 0.0)
+        child = on.get("child processes", 0.0)
+        low, high = pairs["quartiles"]
+        extra_loop, extra_rollers = loop_on - loop_off, on["rollers"] - off["rollers"]
         out.append(
-            f"- Acked rolls, signing on ÷ off: {value:.2f}×. Per acked roll (medians of the runs) the event "
-            f"loop used {median(True, 'event loop thread'):.0f} µs signed against "
-            f"{median(False, 'event loop thread'):.0f} µs unsigned, and the process making nonces "
-            f"{median(True, 'child processes'):.0f} µs. What a signed form adds on the loop, timed apart "
-            "(`bench.ab`, table of changes): the signature with a nonce made ahead, one SHA-512 over the "
-            "650 signed bytes and two of libsodium's scalar operations (about 4 µs on this machine), the "
-            "canonical encoding's key sorting (about 1.3 µs) and the signed frame's 89 more bytes on each of "
-            "100 sockets; and the child's nonce points (r·B, one per event form) take the other core's CPU "
-            "the rollers share. Taking turns over eight rounds, a relay that keeps signed forms but signs "
-            "nothing (64 zero bytes, no child) reached 0.90× of unsigned, and real signing 0.91× of that; "
-            "on another day, three rounds gave 0.96× (medians) and two more an hour later 0.80×: the "
-            "goal sits at the edge of what this shared machine can tell apart. "
-            "One signature per event and form is the contract (spec/signing.md)."
+            f"- Acked rolls, signing on ÷ off: {value:.2f}× (the median of {pairs['rounds']} rounds' "
+            f"ratios, half of them between {low:.2f}× and {high:.2f}×). The server and its 100 rollers "
+            f"kept {on['cores']:.1f} of this machine's 2 cores busy, so the rate follows what a roll costs "
+            "all of them together. Per acked roll (medians of the windows), signed against unsigned: the "
+            f"event loop {loop_on:.0f} against {loop_off:.0f} µs, the process making nonces {child:.0f} µs, "
+            f"the rollers {on['rollers']:.0f} against {off['rollers']:.0f} µs (a signed event is 89 bytes "
+            f"longer on each of their 100 sockets); in all {on['both']:.0f} against {off['both']:.0f} µs, "
+            f"{off['both'] / on['both']:.2f}×. So signing adds {child:.0f} µs in the nonce process (the "
+            "point r·B, libsodium's fixed-base multiplication, the fastest this machine offers: OpenSSL's "
+            f"took longer, table of changes), {extra_loop:.0f} µs on the event loop (the signature with that "
+            "nonce, one SHA-512 and two scalar operations, and the canonical encoding) and "
+            f"{extra_rollers:.0f} µs in the load generator sharing the cores. The event loop alone gives "
+            f"{loop_off / loop_on:.2f}×: where the load has cores of its own, that is the ratio. One "
+            "signature per event and form, each with a fresh secret nonce, is the contract (spec/signing.md)."
         )
     return out
 
