@@ -1444,9 +1444,10 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "point r·B, libsodium's fixed-base multiplication, the fastest this machine offers: OpenSSL's "
             f"took longer, table of changes), {extra_loop:.0f} µs on the event loop (the signature with that "
             "nonce, one SHA-512 and two scalar operations, and the canonical encoding) and "
-            f"{extra_rollers:.0f} µs in the load generator sharing the cores. The event loop alone gives "
-            f"{loop_off / loop_on:.2f}×: where the load has cores of its own, that is the ratio. One "
-            "signature per event and form, each with a fresh secret nonce, is the contract (spec/signing.md)."
+            f"{extra_rollers:.0f} µs in the load generator sharing the cores. The event loop's own CPU per "
+            f"roll gives {loop_off / loop_on:.2f}×, the ratio this shape would approach with the rollers and "
+            "the nonce process on cores of their own (which a 2-core machine cannot show). One signature per "
+            "event and form, each with a fresh secret nonce, is the contract (spec/signing.md)."
         )
     return out
 
