@@ -1,0 +1,68 @@
+"""The signing section's figures (bench.report): what the page states is the median of the paired rounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report import GOAL_SIGNING, signing_pairs, signing_section
+
+
+def window(rate: float, loop: float, child: float = 0.0, rollers_cores: float = 0.5) -> dict[str, Any]:
+    by = {"event loop thread": loop, **({"child processes": child} if child else {})}
+    server = loop + child
+    return {
+        "rate": rate,
+        "cpu_us_per_roll": server,
+        "cpu_us_per_roll_by": by,
+        "server_cpu": server * rate / 1e6,
+        "client_cpu": rollers_cores,
+    }
+
+
+def paired(on: list[float], off: list[float]) -> dict[str, Any]:
+    return {
+        "paired": {
+            "seconds": 1.0,
+            "on": [window(r, 300.0, 30.0) for r in on],
+            "off": [window(r, 270.0) for r in off],
+        },
+        "fanout": [],
+    }
+
+
+def test_the_ratio_is_the_median_of_each_rounds_ratio_not_of_the_medians() -> None:
+    # Rounds 0.5, 0.9, 1.0 (medians of the sides would give 2,700 / 3,000 = 0.90).
+    data = paired([1_000, 2_700, 3_100], [2_000, 3_000, 3_100])
+    pairs = signing_pairs(data)
+    assert pairs is not None
+    assert pairs["ratio"] == 0.9
+    assert (pairs["low"], pairs["high"]) == (0.5, 1.0)
+    assert pairs["on"] == 2_700
+    assert pairs["off"] == 3_000
+
+
+def test_the_cpu_split_has_the_loop_the_nonce_process_and_the_rollers_per_roll() -> None:
+    pairs = signing_pairs(paired([2_000, 2_000], [2_500, 2_500]))
+    assert pairs is not None
+    assert pairs["cpu_on"]["event loop thread"] == 300.0
+    assert pairs["cpu_on"]["child processes"] == 30.0
+    assert "child processes" not in pairs["cpu_off"]
+    assert round(pairs["cpu_on"]["rollers"]) == 250  # 0.5 cores over 2,000 rolls/s
+    assert round(pairs["cpu_off"]["rollers"]) == 200
+
+
+def test_the_section_states_the_goal_figure_and_the_method() -> None:
+    text, goals = signing_section(paired([2_500, 2_800, 3_000, 2_000], [3_000, 3_000, 3_000, 3_000]))
+    assert goals["signing_appends"] == (2_500 / 3_000 + 2_800 / 3_000) / 2
+    assert goals["signing_appends"] < GOAL_SIGNING
+    assert "| acked rolls/s, 100 rollers in one room | 2,650 | 3,000 | 0.88× |" in text
+    assert "4 rounds, the order reversed every other round" in text
+    assert "all between 0.67× and 1.00×" in text
+
+
+def test_a_run_without_paired_windows_reports_none_and_no_goal() -> None:
+    assert signing_pairs({"fanout": []}) is None
+    assert signing_pairs({"paired": {"on": [window(1, 1.0)], "off": []}}) is None
+    text, goals = signing_section({"fanout": []})
+    assert "signing_appends" not in goals
+    assert "Acked rolls were not measured in this run." in text
