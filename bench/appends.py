@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.harness import Clients, close_all, cpu_seconds, gather_expect, split, start_clients
+from bench.harness import BenchError, Clients, close_all, cpu_seconds, gather_expect, split, start_clients
 from bench.profile import Sampler
 from bench.servers import Calibration
 from bench.tables import split_cpu
@@ -100,6 +100,13 @@ class Rig:
             client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
         by = {k: v - split0.get(k, 0.0) for k, v in split1.items() if v > split0.get(k, 0.0)}
         acks = sum(d["acks"] for d in done)
+        closes: dict[str, int] = {}
+        for d in done:
+            for reason, n in (d.get("closes") or {}).items():
+                closes[reason] = closes.get(reason, 0) + n
+        if closes or not acks:
+            # A window without rollers is no measurement: say so rather than record a rate of nothing.
+            raise BenchError(f"appends window: {acks} acks, sockets closed by the server: {closes or 'none'}")
         errors: dict[str, int] = {}
         for d in done:
             for code, n in (d.get("errors") or {}).items():

@@ -123,9 +123,9 @@ function openLean(target, onSmall, onClose) {
     let upgraded = false;
     let welcomed = false;
     const mask = randomBytes(4);
-    function frame(payload) {
+    function frame(payload, first = 0x82) {
       const n = payload.length;
-      const head = n < 126 ? Buffer.from([0x82, 0x80 | n]) : Buffer.from([0x82, 0x80 | 126, n >> 8, n & 255]);
+      const head = n < 126 ? Buffer.from([first, 0x80 | n]) : Buffer.from([first, 0x80 | 126, n >> 8, n & 255]);
       const body = Buffer.allocUnsafe(n);
       for (let i = 0; i < n; i++) body[i] = payload[i] ^ mask[i & 3];
       return Buffer.concat([head, mask, body]);
@@ -174,6 +174,12 @@ function openLean(target, onSmall, onClose) {
           socket.destroy();
           onClose(`${n >= 2 ? payload.readUInt16BE(0) : 1005}`);
           return;
+        }
+        if (opcode === 0x9) {
+          // A ping: the server's keepalive closes a socket whose pong is late, so a roller that outlives
+          // one ping interval (a relay kept up between windows) must answer like any client.
+          socket.write(frame(payload, 0x8a));
+          continue;
         }
         if (opcode !== 0x2) continue;
         if (!welcomed) {
