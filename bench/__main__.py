@@ -57,7 +57,7 @@ class Sizes:
     growth_kinds: tuple[str, ...]
     chain_divisor: int  # one-at-a-time runs send events // chain_divisor rolls
     profile_members: int
-    signing_rounds: int  # fan-out with signing on, then off, this many times; the best of each counts
+    signing_rounds: int  # fan-out: a burst and a chain of the signed and the unsigned relay, taking turns
     signing_pairs: int  # acked rolls: windows of the signed and the unsigned relay, taking turns
     signing_seconds: float  # each such window
     tables_rooms: int  # many tables: rooms of tables_per_room members, rolls to random rooms
@@ -88,7 +88,7 @@ FULL = Sizes(
     growth_kinds=("relay", "bare"),
     chain_divisor=4,
     profile_members=1000,
-    signing_rounds=3,
+    signing_rounds=8,
     signing_pairs=12,
     signing_seconds=1.0,
     tables_rooms=1000,
@@ -119,7 +119,7 @@ QUICK = Sizes(
     growth_kinds=("relay",),
     chain_divisor=4,
     profile_members=1000,
-    signing_rounds=1,
+    signing_rounds=2,
     signing_pairs=2,
     signing_seconds=0.7,
     tables_rooms=1000,
@@ -339,10 +339,10 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         return {"members": members, "rooms": rooms}
 
     async def do_signing() -> dict[str, Any]:
-        # What signing costs, signing on against off on the same machine. Acked rolls (the roll path, one
-        # signature per roll): both relays up at once with 100 rollers each, taking turns in short windows,
-        # so each pair of windows meets nearly the same machine. Fan-out to 1,000 members (one signature
-        # per roll, spread over 1,000 deliveries): a fresh server per turn, taking turns.
+        # What signing costs, signing on against off on the same machine, both relays up at once and
+        # taking turns, so each pair of runs meets nearly the same machine: acked rolls (the roll path, one
+        # signature per roll) with 100 rollers each, in short windows; fan-out to 1,000 members each (one
+        # signature per roll, spread over 1,000 deliveries), in bursts and one roll at a time.
         paired = await appends.paired(
             run_dir,
             calibration,
@@ -357,30 +357,25 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 f"signing round {i:>2}: 100 rollers on {on['rate']:>7,.0f}  off {off['rate']:>7,.0f}"
                 f" acked rolls/s  ({on['rate'] / max(off['rate'], 1):.2f}×)"
             )
-        out: dict[str, Any] = {"paired": {"seconds": sizes.signing_seconds, **paired}, "fanout": []}
         members = 1000
         events = fanout.events_for(members, sizes.fanout_deliveries)
-        for _ in range(sizes.signing_rounds):
-            for signing in (True, False):
-                mode = "on" if signing else "off"
-                f = await fanout.measure(
-                    "relay",
-                    run_dir,
-                    calibration,
-                    rooms=1,
-                    per_room=members,
-                    events=events,
-                    chain_events=max(5, events // sizes.chain_divisor),
-                    repeats=sizes.repeats,
-                    tag=f"signing-{mode}",
-                    signing=signing,
-                )
+        fan = await fanout.paired(
+            run_dir,
+            calibration,
+            {"on": {"signing": True}, "off": {"signing": False}},
+            rooms=1,
+            per_room=members,
+            events=events,
+            chain_events=max(5, events // sizes.chain_divisor),
+            rounds=sizes.signing_rounds,
+        )
+        for key, what in (("bursts", "burst"), ("chains", "one at a time")):
+            for i, (on, off) in enumerate(zip(fan["on"][key], fan["off"][key], strict=True), 1):
                 _say(
-                    f"signing {mode:>3}: N={members} burst {f['rate']:>10,.0f}/s"
-                    f"  one at a time {f.get('chain_rate', 0):>9,.0f}/s"
+                    f"signing round {i:>2}: N={members} {what:<13} on {on['rate']:>9,.0f}"
+                    f"  off {off['rate']:>9,.0f}/s  ({on['rate'] / max(off['rate'], 1):.2f}×)"
                 )
-                out["fanout"].append(f)
-        return out
+        return {"paired": {"seconds": sizes.signing_seconds, **paired}, "fanout_paired": fan}
 
     async def do_dice() -> Any:
         from bench import dice_section

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +226,54 @@ async def measure(
     if profiles:
         out["profile"] = profiles
     return out
+
+
+async def paired(
+    run_dir: Path,
+    calibration: Calibration,
+    setups: Mapping[str, Mapping[str, Any]],
+    *,
+    rooms: int,
+    per_room: int,
+    events: int,
+    chain_events: int,
+    rounds: int,
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Bursts and chains of several relays (``setups``: name -> ``servers.start`` arguments), all up at once
+    with their receivers, taking turns: round after round each relay gets a burst, then each a chain, the
+    order reversed every other round (as ``bench.appends.paired``, for the same reason: two runs seconds
+    apart meet nearly the same machine). Every run must deliver every event. Returns each setup's
+    ``bursts`` and ``chains`` in round order."""
+    up: dict[str, tuple[Server, Clients, list[Clients]]] = {}
+    try:
+        for name, options in setups.items():
+            server = await servers.start("relay", run_dir, calibration, f"paired-{name}", **options)
+            try:
+                driver, receivers = await open_room_clients(
+                    server, run_dir, f"paired-{name}", rooms, per_room
+                )
+            except BaseException:
+                await server.stop()
+                raise
+            up[name] = (server, driver, receivers)
+            await burst(server.pid, driver, receivers, max(3, events // 10))  # warm-up
+        out: dict[str, dict[str, list[dict[str, Any]]]] = {name: {"bursts": [], "chains": []} for name in up}
+        names = list(up)
+        for i in range(rounds):
+            order = names if i % 2 == 0 else names[::-1]
+            for mode, n, key in (("burst", events, "bursts"), ("chain", chain_events, "chains")):
+                for name in order:
+                    server, driver, receivers = up[name]
+                    run = await burst(server.pid, driver, receivers, n, mode=mode)
+                    if not run["complete"]:
+                        raise BenchError(f"fan-out {mode} {name}: not every event arrived: {run}")
+                    out[name][key].append(run)
+                    await asyncio.sleep(0.2)
+        return out
+    finally:
+        for server, driver, receivers in up.values():
+            await close_all([driver, *receivers])
+            await server.stop()
 
 
 async def _repeat(

@@ -882,17 +882,45 @@ def _appends_bounds(data: dict[str, Any], profile: dict[str, Any] | None) -> str
     return "\n".join(lines)
 
 
-def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The signing section's acked-roll windows, summed up: the median rate of each side, the median of the
-    rounds' on ÷ off ratios (the goal's figure), their spread, and the median CPU per roll by part."""
-    paired = data.get("paired") or {}
-    on, off = paired.get("on") or [], paired.get("off") or []
+def paired_ratio(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Runs of two sides taken in turns (``rate`` each), summed up: each side's median rate and the median
+    of the rounds' on ÷ off ratios, with their spread; None without a complete pair."""
     if not on or len(on) != len(off):
         return None
     ratios = sorted(a["rate"] / b["rate"] for a, b in zip(on, off, strict=True) if b["rate"])
     if not ratios:
         return None
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {
+        "rounds": len(ratios),
+        "on": statistics.median(r["rate"] for r in on),
+        "off": statistics.median(r["rate"] for r in off),
+        "ratio": statistics.median(ratios),
+        "low": ratios[0],
+        "high": ratios[-1],
+        "quartiles": (quartiles[0], quartiles[2]),
+    }
+
+
+def spread(pair: dict[str, Any]) -> str:
+    """How the rounds' ratios of ``paired_ratio`` spread, in words."""
+    if pair["rounds"] >= 4:
+        low, high = pair["quartiles"]
+        return (
+            f"half of the rounds between {low:.2f}× and {high:.2f}×, all between {pair['low']:.2f}× and "
+            f"{pair['high']:.2f}×"
+        )
+    return f"the rounds {pair['low']:.2f}× and {pair['high']:.2f}×"
+
+
+def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The signing section's acked-roll windows, summed up (``paired_ratio``, the goal's figure) with the
+    median CPU per roll by part."""
+    paired = data.get("paired") or {}
+    on, off = paired.get("on") or [], paired.get("off") or []
+    pair = paired_ratio(on, off)
+    if pair is None:
+        return None
 
     def cpu(windows: list[dict[str, Any]]) -> dict[str, float]:
         # µs per acked roll, medians of the windows: the server by part, all of it, and the rollers'.
@@ -909,49 +937,47 @@ def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
         return out
 
     return {
-        "rounds": len(ratios),
+        **pair,
         "seconds": paired.get("seconds"),
-        "on": statistics.median(w["rate"] for w in on),
-        "off": statistics.median(w["rate"] for w in off),
-        "ratio": statistics.median(ratios),
-        "low": ratios[0],
-        "high": ratios[-1],
-        "quartiles": (quartiles[0], quartiles[2]),
         "cpu_on": cpu(on),
         "cpu_off": cpu(off),
         "drift": (min(w["cpu_us_per_roll"] for w in off), max(w["cpu_us_per_roll"] for w in off)),
     }
 
 
+def _per_delivery(runs: list[dict[str, Any]]) -> float | None:
+    """Server CPU per delivery (µs), the median of fan-out runs."""
+    values = [1e6 * r["cpu"]["server"] / r["received"] for r in runs if r.get("received")]
+    return statistics.median(values) if values else None
+
+
 def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Signing on against off: acked rolls from windows taken in turns (medians), fan-out the best run of
-    each mode; and their ratios."""
-
-    def best(rows: list[dict[str, Any]], signing: bool, key: str) -> float | None:
-        values = [r[key] for r in rows if r.get("signing", True) is signing and r.get(key)]
-        return max(values) if values else None
-
-    fan = data.get("fanout", [])
+    """Signing on against off, both relays up at once and taking turns: the medians of each side's runs and
+    of the rounds' ratios, for acked rolls and for fan-out."""
     pairs = signing_pairs(data)
-    rows, goals = [], {}
-    if pairs is not None:
-        rows.append(
-            (
-                "acked rolls/s, 100 rollers in one room",
-                n0(pairs["on"]),
-                n0(pairs["off"]),
-                f"{pairs['ratio']:.2f}×",
-            )
-        )
-        goals["signing_appends"] = pairs["ratio"]
-    for name, key, goal in (
-        ("fan-out at N = 1,000, bursts (deliveries/s)", "rate", "signing_fanout"),
-        ("fan-out at N = 1,000, one roll at a time (deliveries/s)", "chain_rate", "signing_chain"),
+    fan = data.get("fanout_paired") or {}
+    on_fan, off_fan = fan.get("on") or {}, fan.get("off") or {}
+    rows, goals, spreads = [], {}, []
+    measured: list[tuple[str, str, str, dict[str, Any] | None]] = [
+        ("acked rolls/s, 100 rollers in one room", "acked rolls", "signing_appends", pairs)
+    ]
+    for name, label, key, goal in (
+        ("fan-out at N = 1,000, bursts (deliveries/s)", "bursts", "bursts", "signing_fanout"),
+        (
+            "fan-out at N = 1,000, one roll at a time (deliveries/s)",
+            "one at a time",
+            "chains",
+            "signing_chain",
+        ),
     ):
-        on, off = best(fan, True, key), best(fan, False, key)
-        rows.append((name, n0(on), n0(off), ratio(on, off)))
-        if on and off:
-            goals[goal] = on / off
+        measured.append((name, label, goal, paired_ratio(on_fan.get(key) or [], off_fan.get(key) or [])))
+    for name, label, goal, pair in measured:
+        if pair is None:
+            rows.append((name, "–", "–", "–"))
+            continue
+        rows.append((name, n0(pair["on"]), n0(pair["off"]), f"{pair['ratio']:.2f}×"))
+        goals[goal] = pair["ratio"]
+        spreads.append(f"{label}: {spread(pair)}")
     cpu_rows = []
     if pairs is not None:
         on_cpu, off_cpu = pairs["cpu_on"], pairs["cpu_off"]
@@ -959,48 +985,43 @@ def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         for part, name in (("event loop thread", "the event loop"), ("child processes", "the nonce process")):
             cpu_rows.append((f"of it, {name}", n1(on_cpu.get(part)), n1(off_cpu.get(part))))
         cpu_rows.append(("per acked roll, the 100 rollers", n1(on_cpu["rollers"]), n1(off_cpu["rollers"])))
-    for name, key in (
-        ("per delivery, bursts", "server_cpu_us"),
-        ("per delivery, one at a time", "chain_server_cpu_us"),
-    ):
-        figures = []
-        for signing in (True, False):
-            chosen = [r for r in fan if r.get("signing", True) is signing and r.get(key)]
-            figures.append(f"{max(chosen, key=lambda r: r[key])[key]:,.2f}" if chosen else "–")
-        cpu_rows.append((name, *figures))
-    rounds = len(fan) // 2
-    if pairs is not None:
-        low, high = pairs["quartiles"]
-        spread = (
-            f"half of them between {low:.2f}× and {high:.2f}×, all between {pairs['low']:.2f}× and "
-            f"{pairs['high']:.2f}×"
-            if pairs["rounds"] >= 4
-            else f"{pairs['low']:.2f}× and {pairs['high']:.2f}×"
+    for name, key in (("per delivery, bursts", "bursts"), ("per delivery, one at a time", "chains")):
+        on_us, off_us = _per_delivery(on_fan.get(key) or []), _per_delivery(off_fan.get(key) or [])
+        cpu_rows.append(
+            (name, "–" if on_us is None else f"{on_us:.2f}", "–" if off_us is None else f"{off_us:.2f}")
         )
+    if pairs is not None:
         drift = pairs["drift"]
         acked = (
             "Acked rolls as in section 4 (100 rollers in one room, every roll signed once and delivered to "
-            "all 100), measured in turns: the signed and the unsigned relay both up, each with its own 100 "
-            f"rollers, which roll for {pairs['seconds']:g} s while the other side's wait, {pairs['rounds']} "
-            "rounds, the order reversed every other round. This machine's speed drifts from one second to "
-            f"the next (in this run the unsigned relay's windows took from {drift[0]:.0f} to {drift[1]:.0f} "
-            "µs of server CPU per roll), so two windows a second apart are the fairest pair it offers: the "
-            "table gives the median of each side's windows and, as on ÷ off, the median of the rounds' "
-            f"ratios ({spread})."
+            f"all 100): each relay has its own 100 rollers, which roll for {pairs['seconds']:g} s while the "
+            f"other relay's wait, {pairs['rounds']} rounds. "
+        )
+        drifts = (
+            f" (in this run the unsigned relay's acked-roll windows took from {drift[0]:.0f} to "
+            f"{drift[1]:.0f} µs of server CPU per roll)"
         )
     else:
-        acked = "Acked rolls were not measured in this run."
+        acked, drifts = "Acked rolls were not measured in this run. ", ""
+    rounds = len(off_fan.get("bursts") or [])
+    fanned = (
+        "Fan-out as in section 1 (N = 1,000: each roll signed once for 1,000 deliveries): each relay has "
+        f"its own 1,000 receivers and gets a burst, then one roll at a time, in turns, {rounds} rounds. "
+        if rounds
+        else "Fan-out was not measured in this run. "
+    )
     text = f"""## 6. Signing
 
 What signing every event costs (spec/signing.md: one Ed25519 signature per event and audience form,
 over its canonical MessagePack): the same relay started with signing on, and with it off
-(`TABLERELAY_SIGNING=off`, a setting that exists for this measurement only). {acked} Fan-out as in
-section 1 (N = 1,000: each roll signed once for 1,000 deliveries), a fresh server per turn, {rounds}
-round{"s" if rounds != 1 else ""} of on then off, the best run of each mode.
+(`TABLERELAY_SIGNING=off`, a setting that exists for this measurement only), both up at once and taking
+turns, the order reversed every other round. {acked}{fanned}This machine's speed drifts from one second
+to the next{drifts}, so two runs seconds apart are the fairest pair it offers: the table gives the median of
+each side's runs and, as on ÷ off, the median of the rounds' ratios ({"; ".join(spreads) or "none"}).
 
 {table(["measure", "signing on", "signing off", "on ÷ off"], rows)}
 
-Server CPU (µs, all threads and the nonce process) in the same runs (acked rolls: medians of the windows):
+Server CPU (µs, all threads and the nonce process) in the same runs, medians:
 
 {table(["", "signing on", "signing off"], cpu_rows)}
 
@@ -1430,11 +1451,10 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
         on, off = pairs["cpu_on"], pairs["cpu_off"]
         loop_on, loop_off = on.get("event loop thread", 0.0), off.get("event loop thread", 0.0)
         child = on.get("child processes", 0.0)
-        low, high = pairs["quartiles"]
         extra_loop, extra_rollers = loop_on - loop_off, on["rollers"] - off["rollers"]
         out.append(
             f"- Acked rolls, signing on ÷ off: {value:.2f}× (the median of {pairs['rounds']} rounds' "
-            f"ratios, half of them between {low:.2f}× and {high:.2f}×). The server and its 100 rollers "
+            f"ratios; {spread(pairs)}). The server and its 100 rollers "
             f"kept {on['cores']:.1f} of this machine's 2 cores busy, so the rate follows what a roll costs "
             "all of them together. Per acked roll (medians of the windows), signed against unsigned: the "
             f"event loop {loop_on:.0f} against {loop_off:.0f} µs, the process making nonces {child:.0f} µs, "

@@ -56,8 +56,29 @@ def test_the_section_states_the_goal_figure_and_the_method() -> None:
     assert goals["signing_appends"] == (2_500 / 3_000 + 2_800 / 3_000) / 2
     assert goals["signing_appends"] < GOAL_SIGNING
     assert "| acked rolls/s, 100 rollers in one room | 2,650 | 3,000 | 0.88× |" in text
-    assert "4 rounds, the order reversed every other round" in text
+    assert "the order reversed every other round" in text
+    assert "roll for 1 s while the other relay's wait, 4 rounds" in text
+    assert "acked rolls: half of the rounds between" in text
     assert "all between 0.67× and 1.00×" in text
+    assert "Fan-out was not measured in this run." in text
+
+
+def burst(rate: float, server_cpu: float) -> dict[str, Any]:
+    return {"rate": rate, "received": 100_000, "cpu": {"server": server_cpu}}
+
+
+def test_fan_out_ratios_are_the_rounds_medians_too() -> None:
+    data = paired([3_000], [3_000])
+    data["fanout_paired"] = {
+        "on": {"bursts": [burst(400_000, 0.15), burst(100_000, 0.13)], "chains": [burst(50_000, 2.0)]},
+        "off": {"bursts": [burst(500_000, 0.12), burst(100_000, 0.14)], "chains": [burst(40_000, 1.8)]},
+    }
+    text, goals = signing_section(data)
+    assert goals["signing_fanout"] == (0.8 + 1.0) / 2
+    assert goals["signing_chain"] == 1.25
+    assert "| fan-out at N = 1,000, bursts (deliveries/s) | 250,000 | 300,000 | 0.90× |" in text
+    assert "| per delivery, bursts | 1.40 | 1.30 |" in text  # µs: 0.14 s over 100,000 deliveries
+    assert "bursts: the rounds 0.80× and 1.00×" in text
 
 
 def test_a_run_without_paired_windows_reports_none_and_no_goal() -> None:
