@@ -1545,6 +1545,19 @@ def method_section(results: dict[str, Any]) -> str:
 """
 
 
+def latest_updates(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The partial runs whose sections the page still shows: each section under its latest run only, the
+    runs in the order they were made (a section measured again replaces what its earlier run wrote)."""
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    for update in reversed(updates):
+        fresh = [section for section in update["sections"] if section not in seen]
+        seen.update(fresh)
+        if fresh:
+            kept.append({**update, "sections": fresh})
+    return kept[::-1]
+
+
 def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> list[Path]:
     """Write the page and its plots; ``doc``'s images are referenced as ``images/…`` beside it."""
     IMAGES = images
@@ -1608,9 +1621,9 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
             + "\n"
         )
     minutes = results.get("duration", 0) / 60
-    updates = results.get("updated") or []
+    updates = latest_updates(results.get("updated") or [])
     updated = (
-        " Since then, some sections were measured again: "
+        " Since then, some sections were measured again, each shown here from its latest run: "
         + "; ".join(f"{', '.join(u['sections'])} ({u['started']} UTC)" for u in updates)
         + "."
         if updates

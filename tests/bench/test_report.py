@@ -1,10 +1,11 @@
-"""The signing section's figures (bench.report): what the page states is the median of the paired rounds."""
+"""The benchmark page's figures (bench.report): the signing section's ratios are the medians of paired
+rounds, and the page says when each section it shows was measured."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.report import GOAL_SIGNING, signing_pairs, signing_section
+from bench.report import GOAL_SIGNING, latest_updates, signing_pairs, signing_section
 
 
 def window(rate: float, loop: float, child: float = 0.0, rollers_cores: float = 0.5) -> dict[str, Any]:
@@ -87,3 +88,16 @@ def test_a_run_without_paired_windows_reports_none_and_no_goal() -> None:
     text, goals = signing_section({"fanout": []})
     assert "signing_appends" not in goals
     assert "Acked rolls were not measured in this run." in text
+
+
+def test_the_page_names_each_section_measured_again_under_its_latest_run_only() -> None:
+    updates = [
+        {"sections": ["signing"], "started": "1"},
+        {"sections": ["dice", "fanout", "signing"], "started": "2"},
+        {"sections": ["signing"], "started": "3"},
+    ]
+    assert latest_updates(updates) == [
+        {"sections": ["dice", "fanout"], "started": "2"},
+        {"sections": ["signing"], "started": "3"},
+    ]
+    assert latest_updates([]) == []
