@@ -4,6 +4,7 @@
     python -m bench.ab --shape rooms100 --rounds 4 base=HEAD new=work new+uv=work:TABLERELAY_LOOP=uvloop
     python -m bench.ab --shape signing --rounds 3 new=work   # each variant signing on, then off
     python -m bench.ab --shape pairs --rounds 12 new=work    # the same, all up at once, in turns
+    python -m bench.ab --shape fanpairs100 --rounds 10 new=work   # one room of 100, against bare, in turns
 
 A variant is ``NAME=TREE[:VAR=VALUE,...]``: ``TREE`` is ``work`` (this working tree), a folder holding
 ``relay/`` and ``rules/``, or a git revision, whose ``relay/`` and ``rules/`` are exported to a temporary
@@ -19,6 +20,9 @@ the variables are added to the relay's environment. Shapes:
 - ``pairs``: the signing section's method: every variant signed and unsigned, all up at once with 100
   rollers each, taking turns in windows of ``--seconds``; each variant's signed ÷ unsigned, the median
   of the rounds' ratios.
+- ``fanpairs100`` / ``fanpairs1000``: fan-out into a room of 100 / 1,000, every variant and the bare
+  ``websockets`` server up at once, taking turns (a burst each, then one roll at a time each, round after
+  round); each variant's ratio to bare, the median of the rounds'.
 - ``chain1`` / ``chain100`` / ``chain1000``: the fan-out section's one roll at a time into a room of 1 / 100 /
   1,000 (a fresh server per turn), with the bare ``websockets`` server as one more turn unless ``--no-bare``.
   A room of one shows a roll's fixed cost (CPU per roll = per delivery), the part a larger room shares out.
@@ -260,6 +264,37 @@ async def run_burst(variants: list[Variant], run_dir: Path, rounds: int) -> None
         )
 
 
+async def run_fan_pairs(variants: list[Variant], run_dir: Path, rounds: int, members: int) -> None:
+    """Fan-out into one room of ``members``, every variant and the bare ``websockets`` server up at once,
+    taking turns (``fanout.paired``): a burst each, then one roll at a time each, round after round; each
+    variant's ratio to bare is the median of the rounds'."""
+    calibration = await servers.calibrate(run_dir)
+    events = fanout.events_for(members, 120_000)
+    setups: dict[str, dict[str, Any]] = {v.name: v.start() for v in variants}
+    setups["bare"] = {"kind": "bare"}
+    out = await fanout.paired(
+        run_dir,
+        calibration,
+        setups,
+        rooms=1,
+        per_room=members,
+        events=events,
+        chain_events=max(5, events // 4),
+        rounds=rounds,
+    )
+    for key, what in (("bursts", "bursts"), ("chains", "one at a time")):
+        bare = out["bare"][key]
+        for name, kinds in out.items():
+            runs = kinds[key]
+            cpu = statistics.median(1e6 * r["cpu"]["server"] / r["received"] for r in runs)
+            ratios = sorted(r["rate"] / b["rate"] for r, b in zip(runs, bare, strict=True) if b["rate"])
+            _say(
+                f"{what:>13} {name:>10}: median {statistics.median(r['rate'] for r in runs):>9,.0f}"
+                f" deliveries/s, {cpu:.2f} µs per delivery; ÷ bare {statistics.median(ratios):.3f}"
+                f" (the rounds' median; {ratios[0]:.2f}–{ratios[-1]:.2f})"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
     shapes = (
@@ -268,6 +303,8 @@ def main() -> None:
         "room100",
         "signing",
         "pairs",
+        "fanpairs100",
+        "fanpairs1000",
         "chain1",
         "chain100",
         "chain1000",
@@ -295,6 +332,9 @@ def main() -> None:
             body = run_chain(variants, scratch, args.rounds, not args.no_bare, members, args.deliveries)
         elif args.shape == "pairs":
             body = run_pairs(variants, scratch, args.rounds, args.seconds)
+        elif args.shape in ("fanpairs100", "fanpairs1000"):
+            members = int(args.shape.removeprefix("fanpairs"))
+            body = run_fan_pairs(variants, scratch, args.rounds, members)
         elif args.shape == "burst1000":
             body = run_burst(variants, scratch, args.rounds)
         elif args.shape == "room100":

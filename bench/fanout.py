@@ -239,15 +239,17 @@ async def paired(
     chain_events: int,
     rounds: int,
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Bursts and chains of several relays (``setups``: name -> ``servers.start`` arguments), all up at once
-    with their receivers, taking turns: round after round each relay gets a burst, then each a chain, the
-    order reversed every other round (as ``bench.appends.paired``, for the same reason: two runs seconds
-    apart meet nearly the same machine). Every run must deliver every event. Returns each setup's
-    ``bursts`` and ``chains`` in round order."""
+    """Bursts and chains of several servers (``setups``: name -> ``servers.start`` arguments, ``kind``
+    among them, a relay when it is not given), all up at once with their receivers, taking turns: round
+    after round each server gets a burst, then each a chain, the order reversed every other round (as
+    ``bench.appends.paired``, for the same reason: two runs seconds apart meet nearly the same machine).
+    Every run must deliver every event. Returns each setup's ``bursts`` and ``chains`` in round order."""
     up: dict[str, tuple[Server, Clients, list[Clients]]] = {}
     try:
-        for name, options in setups.items():
-            server = await servers.start("relay", run_dir, calibration, f"paired-{name}", **options)
+        for name, setup in setups.items():
+            options = dict(setup)
+            kind = options.pop("kind", "relay")
+            server = await servers.start(kind, run_dir, calibration, f"paired-{name}", **options)
             try:
                 driver, receivers = await open_room_clients(
                     server, run_dir, f"paired-{name}", rooms, per_room
