@@ -1471,9 +1471,10 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "sockets; a relay signing with 64 zero bytes and no nonce process did no better, table of "
             "changes) and "
             f"{extra_rollers:.0f} µs in the load generator sharing the cores. The event loop's own CPU per "
-            f"roll gives {loop_off / loop_on:.2f}×, the ratio this shape would approach with the rollers and "
-            "the nonce process on cores of their own (which a 2-core machine cannot show). One signature per "
-            "event and form, each with a fresh secret nonce, is the contract (spec/signing.md)."
+            f"roll gives {loop_off / loop_on:.2f}×; the rest of the gap is CPU outside it, which on two "
+            "cores the rate pays too (pinning the event loop to one core and the rollers and the nonce "
+            "process to the other did not lift the ratio, table of changes). One signature per event and "
+            "form, each with a fresh secret nonce, is the contract (spec/signing.md)."
         )
     return out
 
