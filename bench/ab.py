@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import appends, fanout, servers, tables
+from bench import appends, fanout, report, servers, tables
 from bench.harness import ROOT
 from bench.machine import loadavg
 
@@ -175,20 +175,19 @@ async def run_pairs(variants: list[Variant], run_dir: Path, rounds: int, seconds
         _say(f"round {i + 1:>2}  {cells}  acked/s")
     for name in names:
         windows = out[name]
-        loop = statistics.median(w["cpu_us_per_roll_by"].get("event loop thread", 0.0) for w in windows)
-        child = statistics.median(w["cpu_us_per_roll_by"].get("child processes", 0.0) for w in windows)
-        rollers = statistics.median(1e6 * w["client_cpu"] / w["rate"] for w in windows if w["rate"])
+        cpu = report.windows_cpu(windows)
         _say(
             f"{name:>16}: median {statistics.median(w['rate'] for w in windows):>7,.0f} acked/s;"
-            f" µs per roll: loop {loop:.0f}, nonces {child:.0f}, rollers {rollers:.0f}"
+            f" µs per roll: loop {cpu.get('event loop thread', 0.0):.0f},"
+            f" nonces {cpu.get('child processes', 0.0):.0f}, rollers {cpu['rollers']:.0f}"
         )
     for v in variants:
-        on, off = out[v.name], out[f"{v.name} unsigned"]
-        ratios = sorted(a["rate"] / b["rate"] for a, b in zip(on, off, strict=True) if b["rate"])
-        _say(
-            f"{v.name:>16}: signed ÷ unsigned {statistics.median(ratios):.3f}"
-            f" (the rounds' median; {ratios[0]:.2f}–{ratios[-1]:.2f})"
-        )
+        pair = report.paired_ratio(out[v.name], out[f"{v.name} unsigned"])
+        if pair is not None:
+            _say(
+                f"{v.name:>16}: signed ÷ unsigned {pair['ratio']:.3f}"
+                f" (the rounds' median; {pair['low']:.2f}–{pair['high']:.2f})"
+            )
 
 
 async def run_chain(
@@ -286,12 +285,12 @@ async def run_fan_pairs(variants: list[Variant], run_dir: Path, rounds: int, mem
         bare = out["bare"][key]
         for name, kinds in out.items():
             runs = kinds[key]
-            cpu = statistics.median(1e6 * r["cpu"]["server"] / r["received"] for r in runs)
-            ratios = sorted(r["rate"] / b["rate"] for r, b in zip(runs, bare, strict=True) if b["rate"])
+            pair = report.paired_ratio(runs, bare)
+            assert pair is not None  # every run delivered every event (fanout.paired checks)
             _say(
-                f"{what:>13} {name:>10}: median {statistics.median(r['rate'] for r in runs):>9,.0f}"
-                f" deliveries/s, {cpu:.2f} µs per delivery; ÷ bare {statistics.median(ratios):.3f}"
-                f" (the rounds' median; {ratios[0]:.2f}–{ratios[-1]:.2f})"
+                f"{what:>13} {name:>10}: median {pair['on']:>9,.0f} deliveries/s,"
+                f" {report.per_delivery_us(runs) or 0.0:.2f} µs per delivery; ÷ bare {pair['ratio']:.3f}"
+                f" (the rounds' median; {pair['low']:.2f}–{pair['high']:.2f})"
             )
 
 

@@ -26,7 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.harness import BenchError, Clients, close_all, cpu_seconds, gather_expect, split, start_clients
+from bench.harness import (
+    BenchError,
+    Clients,
+    close_all,
+    cpu_seconds,
+    gather_expect,
+    split,
+    start_clients,
+    turn_order,
+)
 from bench.profile import Sampler
 from bench.servers import Calibration
 from bench.tables import split_cpu
@@ -196,7 +205,7 @@ async def paired(
         out: dict[str, list[dict[str, Any]]] = {name: [] for name in rigs}
         names = list(rigs)
         for i in range(rounds):
-            for name in names if i % 2 == 0 else reversed(names):
+            for name in turn_order(names, i):
                 out[name].append(await rigs[name].window(seconds))
         return out
     finally:

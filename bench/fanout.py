@@ -31,6 +31,7 @@ from bench.harness import (
     gather_expect,
     split,
     start_clients,
+    turn_order,
 )
 from bench.profile import Sampler
 from bench.servers import Calibration, Server
@@ -262,7 +263,7 @@ async def paired(
         out: dict[str, dict[str, list[dict[str, Any]]]] = {name: {"bursts": [], "chains": []} for name in up}
         names = list(up)
         for i in range(rounds):
-            order = names if i % 2 == 0 else names[::-1]
+            order = turn_order(names, i)
             for mode, n, key in (("burst", events, "bursts"), ("chain", chain_events, "chains")):
                 for name in order:
                     server, driver, receivers = up[name]

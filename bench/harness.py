@@ -240,6 +240,12 @@ async def close_all(groups: Sequence[Clients]) -> None:
     await asyncio.gather(*(g.close() for g in groups), return_exceptions=True)
 
 
+def turn_order(names: Sequence[str], round_index: int) -> list[str]:
+    """The order servers take their turns in round ``round_index``: as given, reversed every other round,
+    so that no side always runs right after the same other one."""
+    return list(names) if round_index % 2 == 0 else list(names)[::-1]
+
+
 def split(targets: Sequence[dict[str, Any]], parts: int) -> list[list[dict[str, Any]]]:
     """Spread each target's connections over ``parts`` processes as evenly as possible."""
     chunks: list[list[dict[str, Any]]] = [[] for _ in range(parts)]

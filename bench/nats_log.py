@@ -29,7 +29,7 @@ from typing import Any
 
 import uvloop
 
-from bench.harness import ROOT
+from bench.harness import ROOT, turn_order
 from tests.cluster.natsd import running_cluster
 
 ROOMS = 200
@@ -111,7 +111,7 @@ async def run(modules: dict[str, ModuleType], store: str, rounds: int) -> Turns:
     results: Turns = {name: [] for name in modules}
     names = list(modules)
     for index in range(rounds):
-        for name in names if index % 2 == 0 else names[::-1]:
+        for name in turn_order(names, index):
             results[name].append(await turn(modules[name], store))
     return results
 

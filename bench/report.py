@@ -921,31 +921,30 @@ def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
     pair = paired_ratio(on, off)
     if pair is None:
         return None
-
-    def cpu(windows: list[dict[str, Any]]) -> dict[str, float]:
-        # µs per acked roll, medians of the windows: the server by part, all of it, and the rollers'.
-        parts = sorted({name for w in windows for name in w.get("cpu_us_per_roll_by", {})})
-        out = {
-            name: statistics.median(w["cpu_us_per_roll_by"].get(name, 0.0) for w in windows) for name in parts
-        }
-        out["server"] = statistics.median(w["cpu_us_per_roll"] for w in windows)
-        out["rollers"] = statistics.median(1e6 * w["client_cpu"] / w["rate"] for w in windows if w["rate"])
-        out["both"] = statistics.median(
-            1e6 * (w["server_cpu"] + w["client_cpu"]) / w["rate"] for w in windows if w["rate"]
-        )
-        out["cores"] = statistics.median(w["server_cpu"] + w["client_cpu"] for w in windows)
-        return out
-
     return {
         **pair,
         "seconds": paired.get("seconds"),
-        "cpu_on": cpu(on),
-        "cpu_off": cpu(off),
+        "cpu_on": windows_cpu(on),
+        "cpu_off": windows_cpu(off),
         "drift": (min(w["cpu_us_per_roll"] for w in off), max(w["cpu_us_per_roll"] for w in off)),
     }
 
 
-def _per_delivery(runs: list[dict[str, Any]]) -> float | None:
+def windows_cpu(windows: list[dict[str, Any]]) -> dict[str, float]:
+    """CPU per acked roll (µs) over ``bench.appends`` windows, medians: the server by part (event loop,
+    other threads, child processes), the server in all, the rollers, both, and the cores they kept busy."""
+    parts = sorted({name for w in windows for name in w.get("cpu_us_per_roll_by", {})})
+    out = {name: statistics.median(w["cpu_us_per_roll_by"].get(name, 0.0) for w in windows) for name in parts}
+    out["server"] = statistics.median(w["cpu_us_per_roll"] for w in windows)
+    out["rollers"] = statistics.median(1e6 * w["client_cpu"] / w["rate"] for w in windows if w["rate"])
+    out["both"] = statistics.median(
+        1e6 * (w["server_cpu"] + w["client_cpu"]) / w["rate"] for w in windows if w["rate"]
+    )
+    out["cores"] = statistics.median(w["server_cpu"] + w["client_cpu"] for w in windows)
+    return out
+
+
+def per_delivery_us(runs: list[dict[str, Any]]) -> float | None:
     """Server CPU per delivery (µs), the median of fan-out runs."""
     values = [1e6 * r["cpu"]["server"] / r["received"] for r in runs if r.get("received")]
     return statistics.median(values) if values else None
@@ -958,19 +957,20 @@ def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     fan = data.get("fanout_paired") or {}
     on_fan, off_fan = fan.get("on") or {}, fan.get("off") or {}
     rows, goals, spreads = [], {}, []
-    measured: list[tuple[str, str, str, dict[str, Any] | None]] = [
-        ("acked rolls/s, 100 rollers in one room", "acked rolls", "signing_appends", pairs)
-    ]
-    for name, label, key, goal in (
-        ("fan-out at N = 1,000, bursts (deliveries/s)", "bursts", "bursts", "signing_fanout"),
+
+    def fan_pair(key: str) -> dict[str, Any] | None:
+        return paired_ratio(on_fan.get(key) or [], off_fan.get(key) or [])
+
+    measured = (
+        ("acked rolls/s, 100 rollers in one room", "acked rolls", "signing_appends", pairs),
+        ("fan-out at N = 1,000, bursts (deliveries/s)", "bursts", "signing_fanout", fan_pair("bursts")),
         (
             "fan-out at N = 1,000, one roll at a time (deliveries/s)",
             "one at a time",
-            "chains",
             "signing_chain",
+            fan_pair("chains"),
         ),
-    ):
-        measured.append((name, label, goal, paired_ratio(on_fan.get(key) or [], off_fan.get(key) or [])))
+    )
     for name, label, goal, pair in measured:
         if pair is None:
             rows.append((name, "–", "–", "–"))
@@ -986,7 +986,7 @@ def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             cpu_rows.append((f"of it, {name}", n1(on_cpu.get(part)), n1(off_cpu.get(part))))
         cpu_rows.append(("per acked roll, the 100 rollers", n1(on_cpu["rollers"]), n1(off_cpu["rollers"])))
     for name, key in (("per delivery, bursts", "bursts"), ("per delivery, one at a time", "chains")):
-        on_us, off_us = _per_delivery(on_fan.get(key) or []), _per_delivery(off_fan.get(key) or [])
+        on_us, off_us = per_delivery_us(on_fan.get(key) or []), per_delivery_us(off_fan.get(key) or [])
         cpu_rows.append(
             (name, "–" if on_us is None else f"{on_us:.2f}", "–" if off_us is None else f"{off_us:.2f}")
         )
