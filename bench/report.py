@@ -1528,9 +1528,10 @@ def method_section(results: dict[str, Any]) -> str:
   (`tablerelay serve`, SQLite in a fresh data folder, default durability, info logs to a file, on uvloop,
   its default event loop), a bare `websockets` server on the same loop, so a ratio compares servers and
   not loops (`bench/peers/loop.py`; `BENCH_PEER_LOOP=asyncio` puts the peers on asyncio's own loop)
-  (`bench/peers/bare_ws.py`: answers every message with one `broadcast()` of a
-  precomputed frame of the relay's roll-event size, {cal["frame_size"]} bytes, only its 4-byte seq patched
-  in: no parsing, storage or dice; the floor of our stack) and python-socketio on aiohttp
+  (`bench/peers/bare_ws.py`: answers every message with one `broadcast()` of the
+  relay's own roll event, {cal["frame_size"]} bytes as the relay sent it, only its seq patched in as a
+  4-byte integer, so receivers that decode read the same map on both: no parsing, storage or dice; the
+  floor of our stack) and python-socketio on aiohttp
   (`bench/peers/socketio_server.py`: `emit` to a room of the same roll event as a JSON object,
   {cal["json_size"]} bytes of JSON, the way Socket.IO ships objects; Socket.IO is the protocol a Foundry VTT
   server speaks to its clients). All clients are one Node program, `bench/receivers/harness.mjs`, in
@@ -1538,7 +1539,8 @@ def method_section(results: dict[str, Any]) -> str:
   (WebSocket transport only) for python-socketio. Everything runs over loopback.
 - **The roll.** `{json.dumps(cal["intent"])}`, labelled "{cal["label"]}", public: a Draw Steel power roll with
   Might 2 and an edge. Its event frame is {cal["frame_size"]} bytes of MessagePack; the relay's first run of
-  each suite captures one and the peers broadcast that size (bare) or that content (python-socketio).
+  each suite captures one and the peers broadcast it: its bytes (bare), its content as JSON
+  (python-socketio).
 - **Rooms and members.** Relay receivers join as one spectator participant per room with many sockets (a
   token with a fixed `sub`), so opening thousands of sockets does not also store and broadcast thousands of
   `join` events; every socket still receives every event. The driver is the room's GM; rollers are

@@ -127,7 +127,8 @@ class Calibration:
 
     frame_size: int
     event: dict[str, Any]
-    payload_file: Path
+    payload_file: Path  # the event as JSON (python-socketio emits it as an object)
+    frame_file: Path  # the event as the relay sent it, MessagePack (the bare server broadcasts it)
 
 
 async def start(
@@ -175,7 +176,7 @@ async def start(
     assert calibration is not None
     python = str(VENV_BIN / "python")
     if kind == "bare":
-        argv = [python, "-m", "bench.peers.bare_ws", "--frame-size", str(calibration.frame_size)]
+        argv = [python, "-m", "bench.peers.bare_ws", "--frame", str(calibration.frame_file)]
     elif kind == "socketio":
         argv = [python, "-m", "bench.peers.socketio_server", "--payload", str(calibration.payload_file)]
     else:
@@ -211,4 +212,6 @@ async def calibrate(run_dir: Path) -> Calibration:
         await server.stop()
     payload_file = run_dir / "event.json"
     payload_file.write_text(as_json(frame))
-    return Calibration(len(raw), frame, payload_file)
+    frame_file = run_dir / "event.msgpack"
+    frame_file.write_bytes(raw)
+    return Calibration(len(raw), frame, payload_file, frame_file)

@@ -1,11 +1,12 @@
-"""The floor of our stack: a bare ``websockets`` server that broadcasts a precomputed frame.
+"""The floor of our stack: a bare ``websockets`` server that broadcasts the relay's own roll event.
 
 Every connection joins the room named by its path (``/r/<room>``). Any message a client sends counts as a
-roll: the server numbers it within the room and broadcasts a frame of exactly the relay's roll-event size,
-the precomputed template with only the 4-byte seq patched in. No parsing, no storage, no dice: what is
-left is websockets framing and the asyncio transport, which the relay pays for too.
+roll: the server numbers it within the room and broadcasts the relay's roll event as the relay sent it
+(captured by the suite's calibration), only its seq patched in as a 4-byte integer: the same bytes for the
+receivers to read and decode as the relay's, give or take the seq's width. No parsing, no storage, no
+dice: what is left is websockets framing and the asyncio transport, which the relay pays for too.
 
-    python -m bench.peers.bare_ws --port 0 --frame-size 480
+    python -m bench.peers.bare_ws --port 0 --frame event.msgpack
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import signal
 import struct
+from pathlib import Path
 
 import msgpack
 from websockets.asyncio.server import ServerConnection, broadcast, serve
@@ -21,22 +23,24 @@ from websockets.asyncio.server import ServerConnection, broadcast, serve
 from bench.peers.common import announce, raise_nofile
 from bench.peers.loop import run_on_peer_loop
 
+#: The seq written as MessagePack's uint32 with a value no event has: where the seq goes in the template.
+SEQ_MARK = msgpack.packb("seq") + b"\xce\xff\xff\xff\xff"
 
-def template(size: int) -> tuple[bytes, bytes]:
-    """(prefix, suffix) of a MessagePack map ``{"t": "event", "seq": <uint32>, "pad": <bin>}`` of ``size``
-    bytes once the 4-byte seq sits between them; receivers can decode it like a relay event."""
-    head = b"\x83" + msgpack.packb("t") + msgpack.packb("event") + msgpack.packb("seq") + b"\xce"
-    tail_key = msgpack.packb("pad")
-    for pad in range(max(0, size - 64), size + 1):
-        tail = tail_key + msgpack.packb(b"\x00" * pad, use_bin_type=True)
-        if len(head) + 4 + len(tail) == size:
-            return head, tail
-    raise ValueError(f"cannot build a frame of {size} bytes")
+
+def template(event: bytes) -> tuple[bytes, bytes]:
+    """(prefix, suffix) of the MessagePack map ``event`` (the relay's roll event, its keys in their order)
+    re-encoded with its seq as a uint32: the 4-byte seq goes between them."""
+    frame = msgpack.unpackb(event, raw=False)
+    if not isinstance(frame, dict) or "seq" not in frame:
+        raise ValueError("the frame file does not hold an event with a seq")
+    data = msgpack.packb({**frame, "seq": 0xFFFFFFFF}, use_bin_type=True)
+    at = data.index(SEQ_MARK) + len(SEQ_MARK) - 4
+    return data[:at], data[at + 4 :]
 
 
 class Bare:
-    def __init__(self, size: int) -> None:
-        self.head, self.tail = template(size)
+    def __init__(self, event: bytes) -> None:
+        self.head, self.tail = template(event)
         self.rooms: dict[str, set[ServerConnection]] = {}
         self.seqs: dict[str, int] = {}
 
@@ -53,9 +57,9 @@ class Bare:
             members.discard(ws)
 
 
-async def main(host: str, port: int, size: int) -> None:
+async def main(host: str, port: int, event: bytes) -> None:
     raise_nofile()
-    bare = Bare(size)
+    bare = Bare(event)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -72,6 +76,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--frame-size", type=int, required=True, help="bytes per broadcast frame")
+    parser.add_argument("--frame", type=Path, required=True, help="the relay's roll event (MessagePack)")
     args = parser.parse_args()
-    run_on_peer_loop(main(args.host, args.port, args.frame_size))
+    run_on_peer_loop(main(args.host, args.port, args.frame.read_bytes()))
