@@ -254,6 +254,8 @@ def plot_growth(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+#: Rows of a profile's inclusive table on the page (the results keep every function).
+PROFILE_TOP = 12
 #: The parts of a small table's roll the page names, by the function whose inclusive share measures each.
 TABLES_PARTS = {
     "the socket writes": "SocketSink.write (relay/server.py)",
@@ -343,7 +345,7 @@ def _profile_block(profile: dict[str, Any] | None, what: str) -> str:
                 "",
                 table(
                     ["function (inclusive)", "samples"],
-                    [(f"`{name}`", f"{share:.1f} %") for name, share in profile["inclusive"]],
+                    [(f"`{name}`", f"{share:.1f} %") for name, share in profile["inclusive"][:PROFILE_TOP]],
                 ),
                 "",
             ]
@@ -827,9 +829,11 @@ A hosted relay's usual load: {first["rooms"]:,} rooms of {first["per_room"]} mem
 two receiver processes that decode every frame, on both servers) and one roller socket per room (the
 driver; the relay's GM). Every roll goes to a room drawn at random (a fixed seed, the same rooms for both
 servers); {first["window"]} rolls are in flight at once, and the next leaves whenever an event reaches the
-driver. The bare `websockets` peer does the same per-room `broadcast()`. {first["rolls"]:,} rolls per run;
-both servers stay up and take turns, run by run; the best run's rates are kept, the latencies (intent
-leaving the driver → the last member of its room receiving the event) are pooled over all runs.
+driver. The bare `websockets` peer does the same per-room `broadcast()`, of the relay's own roll event,
+so the receivers decode the same map from both. {first["rolls"]:,} rolls per run; both servers stay up
+and take turns, run by run; the best run's rates are kept, the latencies (intent leaving the driver → the
+last member of its room receiving the event) are pooled over all runs. The two receiver processes share
+the machine's two cores with the server, so what they spend decoding counts against both servers alike.
 
 {table(header, body)}
 
