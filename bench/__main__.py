@@ -375,7 +375,10 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                     f"signing round {i:>2}: N={members} {what:<13} on {on['rate']:>9,.0f}"
                     f"  off {off['rate']:>9,.0f}/s  ({on['rate'] / max(off['rate'], 1):.2f}×)"
                 )
-        return {"paired": {"seconds": sizes.signing_seconds, **paired}, "fanout_paired": fan}
+        return {
+            "paired": {"seconds": sizes.signing_seconds, "lead": appends.LEAD_SECONDS, **paired},
+            "fanout_paired": fan,
+        }
 
     async def do_dice() -> Any:
         from bench import dice_section

@@ -41,6 +41,10 @@ from bench.servers import Calibration
 from bench.tables import split_cpu
 from relay.log.sqlite import SqliteLog
 
+#: Seconds of unmeasured rolling before each of ``paired``'s windows (see there): at the acked rates this
+#: machine reaches, enough to use up a full pool of nonce pairs.
+LEAD_SECONDS = 0.4
+
 
 class Rig:
     """One relay with its rollers connected and idle between windows: ``window`` runs them for a while."""
@@ -187,6 +191,7 @@ async def paired(
     rounds: int,
     seconds: float,
     warmup: float = 0.5,
+    lead: float = LEAD_SECONDS,
 ) -> dict[str, list[dict[str, Any]]]:
     """Windows of several relays (``setups``: name -> ``Rig.open`` arguments), all up at once, taking turns.
 
@@ -194,6 +199,11 @@ async def paired(
     every other round (A B, B A, …) so that neither side always follows the other. On a shared machine
     whose speed drifts from one second to the next, two windows a second apart meet nearly the same
     machine: the ratio of each round's pair is a far steadier figure than two runs minutes apart.
+
+    Each measured window follows ``lead`` seconds of rolling that are not measured, so it meets the relay
+    as sustained load does: a signing relay idle during the others' turns fills its pool of nonce pairs
+    (``relay.nonces``, up to two batches). Without the lead-in its window started on pairs made during
+    another side's window, and made them up during the next side's: both in signing's favour.
     Returns each setup's windows in round order.
     """
     rigs: dict[str, Rig] = {}
@@ -206,6 +216,8 @@ async def paired(
         names = list(rigs)
         for i in range(rounds):
             for name in turn_order(names, i):
+                if lead:
+                    await rigs[name].window(lead)
                 out[name].append(await rigs[name].window(seconds))
         return out
     finally:

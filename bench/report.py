@@ -928,6 +928,7 @@ def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
     return {
         **pair,
         "seconds": paired.get("seconds"),
+        "lead": paired.get("lead"),
         "cpu_on": windows_cpu(on),
         "cpu_off": windows_cpu(off),
         "drift": (min(w["cpu_us_per_roll"] for w in off), max(w["cpu_us_per_roll"] for w in off)),
@@ -1000,6 +1001,14 @@ def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             "Acked rolls as in section 4 (100 rollers in one room, every roll signed once and delivered to "
             f"all 100): each relay has its own 100 rollers, which roll for {pairs['seconds']:g} s while the "
             f"other relay's wait, {pairs['rounds']} rounds. "
+            + (
+                f"Each window follows {pairs['lead']:g} s of rolling that is not measured, so a signing "
+                "relay meets it as under sustained load: the nonce pairs its pool made while the other "
+                "relay rolled are used up in the lead-in, and the pairs it makes up after its window, in "
+                "the other relay's lead-in, not in its measured window. "
+                if pairs.get("lead")
+                else ""
+            )
         )
         drifts = (
             f" (in this run the unsigned relay's acked-roll windows took from {drift[0]:.0f} to "
