@@ -343,6 +343,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         # taking turns, so each pair of runs meets nearly the same machine: acked rolls (the roll path, one
         # signature per roll) with 100 rollers each, in short windows; fan-out to 1,000 members each (one
         # signature per roll, spread over 1,000 deliveries), in bursts and one roll at a time.
+        lead = appends.LEAD_SECONDS
         paired = await appends.paired(
             run_dir,
             calibration,
@@ -351,6 +352,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
             rollers_per_room=100,
             rounds=sizes.signing_pairs,
             seconds=sizes.signing_seconds,
+            lead=lead,
         )
         for i, (on, off) in enumerate(zip(paired["on"], paired["off"], strict=True), 1):
             _say(
@@ -376,7 +378,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                     f"  off {off['rate']:>9,.0f}/s  ({on['rate'] / max(off['rate'], 1):.2f}×)"
                 )
         return {
-            "paired": {"seconds": sizes.signing_seconds, "lead": appends.LEAD_SECONDS, **paired},
+            "paired": {"seconds": sizes.signing_seconds, "lead": lead, **paired},
             "fanout_paired": fan,
         }
 

@@ -113,17 +113,10 @@ class Rig:
             client_cpu = sum(cpu_seconds(g.proc.pid) for g in groups) - client0
         by = {k: v - split0.get(k, 0.0) for k, v in split1.items() if v > split0.get(k, 0.0)}
         acks = sum(d["acks"] for d in done)
-        closes: dict[str, int] = {}
-        for d in done:
-            for reason, n in (d.get("closes") or {}).items():
-                closes[reason] = closes.get(reason, 0) + n
+        closes = _tally(done, "closes")
         if closes or not acks:
             # A window without rollers is no measurement: say so rather than record a rate of nothing.
             raise BenchError(f"appends window: {acks} acks, sockets closed by the server: {closes or 'none'}")
-        errors: dict[str, int] = {}
-        for d in done:
-            for code, n in (d.get("errors") or {}).items():
-                errors[code] = errors.get(code, 0) + n
         return {
             "seconds": seconds,
             "acks": acks,
@@ -135,13 +128,22 @@ class Rig:
             # Server CPU per acked roll (µs), all of it and by thread (event loop, others, signing child).
             "cpu_us_per_roll": 1e6 * cpu / max(1, acks),
             "cpu_us_per_roll_by": {k: round(1e6 * v / max(1, acks), 1) for k, v in by.items()},
-            "errors": errors,
+            "errors": _tally(done, "errors"),
             **({"profile": sampler.result} if sampler is not None else {}),
         }
 
     async def close(self) -> None:
         await close_all(self.groups)
         await self.server.stop()
+
+
+def _tally(done: list[dict[str, Any]], key: str) -> dict[str, int]:
+    """The roller processes' counts under ``key`` (close reasons, error codes), added up."""
+    total: dict[str, int] = {}
+    for counts in done:
+        for name, n in (counts.get(key) or {}).items():
+            total[name] = total.get(name, 0) + n
+    return total
 
 
 async def measure(

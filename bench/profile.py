@@ -103,7 +103,11 @@ def _layer(frame: str) -> str:
     return "other Python"
 
 
-def summarise(path: Path, top: int = 12) -> dict[str, Any]:
+#: Functions a profile names by self time; the page shows as many of the inclusive ones.
+TOP = 12
+
+
+def summarise(path: Path, top: int = TOP) -> dict[str, Any]:
     """Shares of samples by thread, by layer of the innermost frame, by function (self time, the first
     ``top``) and by the project's functions, inclusive (all of them)."""
     threads: Counter[str] = Counter()

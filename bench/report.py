@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import ROOT
+from bench.profile import TOP
 
 DOC = ROOT / "docs" / "benchmarks.md"
 IMAGES = ROOT / "docs" / "images"
@@ -254,8 +255,6 @@ def plot_growth(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-#: Rows of a profile's inclusive table on the page (the results keep every function).
-PROFILE_TOP = 12
 #: The parts of a small table's roll the page names, by the function whose inclusive share measures each.
 TABLES_PARTS = {
     "the socket writes": "SocketSink.write (relay/server.py)",
@@ -345,7 +344,7 @@ def _profile_block(profile: dict[str, Any] | None, what: str) -> str:
                 "",
                 table(
                     ["function (inclusive)", "samples"],
-                    [(f"`{name}`", f"{share:.1f} %") for name, share in profile["inclusive"][:PROFILE_TOP]],
+                    [(f"`{name}`", f"{share:.1f} %") for name, share in profile["inclusive"][:TOP]],
                 ),
                 "",
             ]

@@ -9,8 +9,8 @@ from pathlib import Path
 import msgpack
 
 from bench.peers.bare_ws import template
-from bench.profile import summarise
-from bench.report import PROFILE_TOP, TABLES_PARTS, tables_split
+from bench.profile import TOP, summarise
+from bench.report import TABLES_PARTS, tables_split
 
 EVENT = {
     "actor": {"id": "2623091c29679f59", "name": "GM", "role": "gm"},
@@ -44,7 +44,7 @@ def test_a_profile_keeps_every_inclusive_share_and_the_tables_split_finds_a_low_
     raw = tmp_path / "profile.raw"
     raw.write_text("\n".join(lines) + "\n")
     profile = summarise(raw)
-    assert len(profile["inclusive"]) > PROFILE_TOP
+    assert len(profile["inclusive"]) > TOP
     relay = {"cpu_us_per_roll_by": {"event loop thread": 500.0, "child processes": 30.0}}
     split = tables_split(relay, profile)
     assert split is not None
