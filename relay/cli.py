@@ -181,10 +181,14 @@ def _parser() -> argparse.ArgumentParser:
     roll = sub.add_parser(
         "roll",
         help="roll locally with the rules core (no server)",
-        description="Roll locally. Values are JSON where they parse as JSON (numbers, true, lists, maps), "
-        "else strings: tablerelay roll drawsteel.power characteristic=2 edges=1",
+        description="Roll locally: a system with its arguments, or a dice formula. Values are JSON where "
+        "they parse as JSON (numbers, true, lists, maps), else strings: tablerelay roll drawsteel.power "
+        "characteristic=2 edges=1; tablerelay roll 4d6kh3; tablerelay roll 1d20+5 dialect=roll20",
     )
-    roll.add_argument("system", help="a system name; 'tablerelay roll list' shows them")
+    roll.add_argument(
+        "system",
+        help="a system name ('tablerelay roll list' shows them) or a dice formula in Foundry VTT notation",
+    )
     roll.add_argument("args", nargs="*", metavar="key=value")
     roll.add_argument("--json", action="store_true", help="print the exact result as JSON")
     return parser

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rules import resolve, systems
 from rules.errors import RulesError
+from rules.registry import SYSTEMS
 
 #: Exit status for an intent the rules refuse (the same as a command-line usage error).
 REFUSED = 2
 #: Exit status for a fault in the rules core itself.
 FAULT = 1
+#: A first word shaped like a system's name: one that names none is refused with the list of names, not read
+#: as a dice formula, so a misspelled system is answered as one.
+SYSTEM_SHAPE = re.compile(r"[a-z_]+(?:\.[a-z_]+)+")
+#: A word that starts an argument (``dialect=roll20``); a formula's own ``=`` (``4d6cs>=5``) follows no name.
+ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def parse_pairs(pairs: Sequence[str]) -> dict[str, Any]:
@@ -36,12 +43,27 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, Any]:
     return intent
 
 
+def intent_of(first: str, words: Sequence[str]) -> dict[str, Any]:
+    """The intent the words after ``roll`` ask for: a first word that names a system (or is shaped like a
+    name) rolls that system with the ``key=value`` words after it; anything else is a dice formula, as the
+    Foundry and Roll20 clients read their chat commands: ``4d6kh3``, ``2d20kh + 7``, ``1d20+5 dialect=roll20``
+    (the formula is the words before the first ``key=value``)."""
+    if first in SYSTEMS or SYSTEM_SHAPE.fullmatch(first):
+        return {"system": first, **parse_pairs(words)}
+    cut = next((i for i, word in enumerate(words) if ARGUMENT.match(word)), len(words))
+    arguments = parse_pairs(words[cut:])
+    if "formula" in arguments:
+        raise RulesError(
+            "bad_intent", "The formula is given twice: as the words after 'roll' and as formula=."
+        )
+    return {"system": "dice", "formula": " ".join([first, *words[:cut]]), **arguments}
+
+
 def roll_command(system: str, pairs: Sequence[str], *, as_json: bool = False) -> int:
     if system in {"list", "systems"} and not pairs:
         return _list(as_json)
     try:
-        intent = {"system": system, **parse_pairs(pairs)}
-        result = resolve(intent)
+        result = resolve(intent_of(system, pairs))
     except RulesError as exc:
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
         return REFUSED

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import rules
+from rules.rng import Scripted
 from tests.console import tablerelay_bin
 
 TABLERELAY = Path(tablerelay_bin())
@@ -87,6 +88,10 @@ def test_effects_and_requirements_are_shown() -> None:
         (["honors_edge.roll", "pool5k3"], "bad_intent"),
         (["honors_edge.roll", "system=dice", "pool=5k3"], "bad_intent"),
         (["honors_edge.roll", "pool=5k3", "pool=4k2"], "bad_intent"),
+        (["drawstel.power", "characteristic=2"], "unknown_system"),  # shaped like a name: not a formula
+        (["3d6+"], "bad_formula"),
+        (["3d6", "formula=2d6"], "bad_intent"),
+        (["1d20", "dialect=owlbear"], "bad_value"),
     ],
 )
 def test_a_bad_argument_prints_one_error_line_and_exits_2(args: list[str], code: str) -> None:
@@ -97,6 +102,34 @@ def test_a_bad_argument_prints_one_error_line_and_exits_2(args: list[str], code:
     assert len(lines) == 1, done.stderr
     assert re.fullmatch(rf"error \[{code}\]: [A-Za-z'].*[.!]", lines[0]), lines[0]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "formula", "dialect"),
+    [
+        (["3d6+2"], "3d6 + 2", "foundry"),
+        (["2d20kh", "+", "7"], "2d20kh + 7", "foundry"),  # the words before the first key=value
+        (["4d6cs>=5"], "4d6cs>=5", "foundry"),  # a formula's own "=" starts no argument
+        (["1d20+5", "dialect=roll20"], "1d20 + 5", "roll20"),
+        (["d20"], "1d20", "foundry"),
+    ],
+)
+def test_a_first_word_that_names_no_system_is_a_dice_formula(
+    args: list[str], formula: str, dialect: str
+) -> None:
+    # As the Foundry and Roll20 clients read "/tr 4d6kh3" and "!tr 1d20+5".
+    done = run(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["system"] == "dice"
+    assert result["formula"] == formula
+    assert result["dialect"] == dialect
+    # The total is the formula's over the dice shown: the same dice again give the same result.
+    again = rules.resolve(
+        {"system": "dice", "formula": formula, "dialect": dialect},
+        rng=Scripted([d["value"] for d in result["dice"]]),
+    )
+    assert again["total"] == result["total"]
 
 
 def test_list_shows_every_system_with_its_description() -> None:
