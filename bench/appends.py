@@ -211,8 +211,14 @@ async def paired(
     rigs: dict[str, Rig] = {}
     try:
         for name, options in setups.items():
-            shape = {"rooms": rooms, "rollers_per_room": rollers_per_room}
-            rigs[name] = await Rig.open(run_dir, calibration, **shape, tag=f"-{name}", **options)
+            rigs[name] = await Rig.open(
+                run_dir,
+                calibration,
+                rooms=rooms,
+                rollers_per_room=rollers_per_room,
+                tag=f"-{name}",
+                **options,
+            )
             await rigs[name].window(warmup)
         out: dict[str, list[dict[str, Any]]] = {name: [] for name in rigs}
         names = list(rigs)

@@ -291,7 +291,8 @@ async def roller(url: str, token: str, stop: asyncio.Event, acks: list[float], e
     async with connect(url, compression=None, max_size=None) as ws:
         await ws.send(msgpack.packb({"t": "hello", "v": 1, "token": token}))
         while True:
-            frame = msgpack.unpackb(await ws.recv())
+            # The relay speaks MessagePack in binary frames only.
+            frame = msgpack.unpackb(await ws.recv(decode=False))
             if frame.get("t") == "welcome":
                 break
         n = 0
@@ -303,7 +304,7 @@ async def roller(url: str, token: str, stop: asyncio.Event, acks: list[float], e
                     msgpack.packb({"t": "roll", "id": rid, "intent": servers.INTENT, "visibility": "public"})
                 )
                 while True:
-                    frame = msgpack.unpackb(await ws.recv())
+                    frame = msgpack.unpackb(await ws.recv(decode=False))
                     if frame.get("id") == rid and frame.get("t") in ("ack", "error"):
                         break
                 if frame["t"] == "ack":

@@ -360,7 +360,8 @@ def _profile_block(profile: dict[str, Any] | None, what: str) -> str:
 def _layer_share(profile: dict[str, Any] | None, prefix: str) -> float | None:
     if not profile or not profile.get("layers"):
         return None
-    return sum(share for name, share in profile["layers"] if name.startswith(prefix))
+    total: float = sum(share for name, share in profile["layers"] if name.startswith(prefix))
+    return total
 
 
 def _fanout_table(rows: list[dict[str, Any]], prefix: str) -> str:
@@ -632,7 +633,7 @@ def memory_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             f"{r['rss_before_kib'] / 1024:,.1f}",
             f"{r['rss_after_kib'] / 1024:,.1f}",
             f"{r['kib_per_connection']:.1f}",
-            ratio(r["kib_per_connection"], bare and bare["kib_per_connection"]),
+            ratio(r["kib_per_connection"], bare["kib_per_connection"] if bare else None),
             f"{r['connect_seconds']:.1f}",
         )
         for r in rows
@@ -688,9 +689,10 @@ def retained_history(trace: dict[str, Any] | None) -> float:
     """Bytes per idle connection allocated by decoding log records (relay/log), per the traced run."""
     if not trace:
         return 0.0
-    return sum(
+    held: float = sum(
         f["bytes_per_connection"] for f in trace.get("files", []) if f["where"].startswith("relay/log/")
     )
+    return held
 
 
 def _memory_reading(t: dict[str, Any], traced: dict[str, Any]) -> str:
@@ -1058,9 +1060,9 @@ def growth_section(data: dict[str, Any]) -> str:
         body.append(
             (
                 f"{n:,}",
-                n0(relay and relay["rate"]),
-                n0(bare and bare["rate"]),
-                ratio(relay and relay["rate"], bare and bare["rate"]),
+                n0(relay["rate"] if relay else None),
+                n0(bare["rate"] if bare else None),
+                ratio(relay["rate"] if relay else None, bare["rate"] if bare else None),
             )
         )
     shapes = []
@@ -1074,9 +1076,9 @@ def growth_section(data: dict[str, Any]) -> str:
         rooms_body.append(
             (
                 f"{a} × {b:,}",
-                n0(relay and relay["rate"]),
-                n0(bare and bare["rate"]),
-                ratio(relay and relay["rate"], bare and bare["rate"]),
+                n0(relay["rate"] if relay else None),
+                n0(bare["rate"] if bare else None),
+                ratio(relay["rate"] if relay else None, bare["rate"] if bare else None),
             )
         )
     return f"""## 5. Growth
@@ -1375,7 +1377,7 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
     memory_data = sections.get("memory") or {}
     value = goals.get("memory_kib")
     if value is not None and value > GOAL_MEMORY_KIB:
-        floor = _find(memory_data.get("runs", []), kind="bare")
+        bare_run = _find(memory_data.get("runs", []), kind="bare")
         trace = (memory_data.get("traced") or {}).get("trace")
         held = retained_history(trace)
         reason = (
@@ -1383,12 +1385,12 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "connection of decoded records in the traced run), because `Relay._serve_socket` keeps its "
             "`welcome` local in scope for the life of the connection; releasing it after the send is the fix"
             if held >= HISTORY_RETAINED
-            else "the per-connection objects of websockets and asyncio plus the relay's own (section 3)"
+            else "the per-connection objects of websockets and asyncio plus the relay's own"
         )
         floor_text = (
-            f" The bare websockets server needs {floor['kib_per_connection']:.1f} KiB per connection "
+            f" The bare websockets server needs {bare_run['kib_per_connection']:.1f} KiB per connection "
             "by itself."
-            if floor
+            if bare_run
             else ""
         )
         out.append(f"- Memory: {reason} (section 3).{floor_text}")
@@ -1597,9 +1599,7 @@ def latest_updates(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> list[Path]:
     """Write the page and its plots; ``doc``'s images are referenced as ``images/…`` beside it."""
-    IMAGES = images
-    DOC = doc
-    IMAGES.mkdir(parents=True, exist_ok=True)
+    images.mkdir(parents=True, exist_ok=True)
     sections = results["sections"]
     profiles = results.get("profiles", {})
     goals: dict[str, Any] = {}
@@ -1609,38 +1609,38 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
         text, g = fanout_section(sections["fanout"], profiles)
         goals.update(g)
         parts.append(text)
-        plot_fanout(sections["fanout"], IMAGES / "bench-fanout.png")
-        written.append(IMAGES / "bench-fanout.png")
+        plot_fanout(sections["fanout"], images / "bench-fanout.png")
+        written.append(images / "bench-fanout.png")
     if "latency" in sections:
         text, g = latency_section(sections["latency"])
         goals.update(g)
         parts.append(text)
-        plot_latency(sections["latency"], IMAGES / "bench-latency.png")
-        written.append(IMAGES / "bench-latency.png")
+        plot_latency(sections["latency"], images / "bench-latency.png")
+        written.append(images / "bench-latency.png")
     if "memory" in sections:
         text, g = memory_section(sections["memory"])
         goals.update(g)
         parts.append(text)
-        plot_memory(sections["memory"]["runs"], IMAGES / "bench-memory.png")
-        written.append(IMAGES / "bench-memory.png")
+        plot_memory(sections["memory"]["runs"], images / "bench-memory.png")
+        written.append(images / "bench-memory.png")
     if "appends" in sections:
         text, g = appends_section(sections["appends"], profiles.get("appends"))
         goals.update(g)
         parts.append(text)
-        plot_appends(sections["appends"], IMAGES / "bench-appends.png")
-        written.append(IMAGES / "bench-appends.png")
+        plot_appends(sections["appends"], images / "bench-appends.png")
+        written.append(images / "bench-appends.png")
     if "tables" in sections:
         text, g = tables_section(sections["tables"], profiles.get("tables"))
         goals.update(g)
         parts.append(text)
         split = tables_split(_find(sections["tables"], kind="relay"), profiles.get("tables"))
         if split is not None:
-            plot_tables(sections["tables"], split, IMAGES / "bench-tables.png")
-            written.append(IMAGES / "bench-tables.png")
+            plot_tables(sections["tables"], split, images / "bench-tables.png")
+            written.append(images / "bench-tables.png")
     if "growth" in sections:
         parts.append(growth_section(sections["growth"]))
-        plot_growth(sections["growth"], IMAGES / "bench-growth.png")
-        written.append(IMAGES / "bench-growth.png")
+        plot_growth(sections["growth"], images / "bench-growth.png")
+        written.append(images / "bench-growth.png")
     if "signing" in sections:
         text, g = signing_section(sections["signing"])
         goals.update(g)
@@ -1686,7 +1686,7 @@ The suite needs Node 20+ (the client harness) and the `bench` extra (`d20`, `mat
 `python-socketio`, `aiohttp`); `./scripts/bench` installs the extra, `py-spy` for the profiles and the
 harness's locked npm packages. It is not part of the test suite and makes no timed assertions.
 """
-    doc = "\n".join(
+    page = "\n".join(
         [
             head,
             goals_section(goals, results),
@@ -1699,8 +1699,8 @@ harness's locked npm packages. It is not part of the test suite and makes no tim
             failed,
         ]
     )
-    DOC.write_text(doc.rstrip() + "\n")
-    written.insert(0, DOC)
+    doc.write_text(page.rstrip() + "\n")
+    written.insert(0, doc)
     return written
 
 

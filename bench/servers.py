@@ -197,7 +197,8 @@ async def calibrate(run_dir: Path) -> Calibration:
         (room,) = server.add_rooms(1)
         async with connect(server.url(room), compression=None) as ws:
             await ws.send(msgpack.packb({"t": "hello", "v": 1, "token": room.gm, "name": "GM"}))
-            welcome = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10))
+            # The relay speaks MessagePack in binary frames only.
+            welcome = msgpack.unpackb(await asyncio.wait_for(ws.recv(decode=False), 10))
             if welcome.get("t") != "welcome":
                 raise RuntimeError(f"calibration: expected a welcome, got {welcome}")
             roll = {"t": "roll", "id": "c1", "intent": INTENT, "visibility": "public", "label": LABEL}

@@ -154,7 +154,9 @@ class WireClient:
         self.conn.send(msgpack.packb(frame, use_bin_type=True))
 
     def recv(self, timeout: float = 10.0) -> dict[str, Any]:
-        frame: dict[str, Any] = msgpack.unpackb(self.conn.recv(timeout), raw=False)
+        data = self.conn.recv(timeout)
+        assert isinstance(data, bytes), data  # the relay sends every frame binary
+        frame: dict[str, Any] = msgpack.unpackb(data, raw=False)
         if frame.get("t") == "event":
             self.events.append(frame)
         return frame

@@ -103,7 +103,7 @@ def _expected_headline(result: dict[str, Any]) -> str:
     return str(result["total"])
 
 
-INTENTS = [
+INTENTS: list[dict[str, Any]] = [
     {"system": "drawsteel.power", "characteristic": 2, "edges": 1},
     {"system": "daggerheart.duality", "modifier": 1, "difficulty": 12},
     {"system": "daggerheart.attack", "modifier": 4, "targets": [{"name": "Ana", "evasion": 13}]},

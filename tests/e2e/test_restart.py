@@ -142,8 +142,8 @@ async def test_rolling_restarts_under_load_lose_no_acknowledged_event(
     # Every close the rollers saw was the drain's: 1001 with a sentence saying why.
     closes = [c for r in rollers for c in r.closes]
     assert len(closes) >= 2 * len(rollers), "both restarts closed every roller's socket"
-    for code, reason in closes:
-        assert code == 1001, closes
+    for close_code, reason in closes:
+        assert close_code == 1001, closes
         assert_sentence(reason)
 
     # The log after two restarts, read by a GM resuming from the start: dense, every ack in it.

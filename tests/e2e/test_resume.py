@@ -150,7 +150,7 @@ async def test_concurrent_rollers_every_member_sees_one_gapless_order(
     starts = {c.label: c.welcome["seq"] for c in observers}
 
     async def go(c: Client, n: int) -> list[int]:
-        frames = [
+        frames: list[dict[str, Any]] = [
             {"t": "roll", "id": c.new_id(), "intent": POWER, "visibility": VISIBILITIES[i % 4]}
             for i in range(n)
         ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-import atheris
+import atheris  # type: ignore[import-untyped]  # types-atheris is not among the test extras
 
 NAMES = ("frames", "foundry", "roll20")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from jsonschema import Draft7Validator
+import yaml  # type: ignore[import-untyped]  # types-PyYAML is not among the test extras
+from jsonschema import Draft7Validator  # type: ignore[import-untyped]  # nor is types-jsonschema
 
 from tests.packaging.wheel import ROOT
 

@@ -23,11 +23,9 @@ from tests.relay.helpers import INFO, Table
 def test_origins_are_normalized_and_bad_ones_refused() -> None:
     assert parse_origins(None) is None
     assert parse_origins("  ") is None
-    assert parse_origins("https://Foundry.Example.org/, http://a.example:8080,https://b.example:443") == {
-        "https://foundry.example.org",
-        "http://a.example:8080",
-        "https://b.example",
-    }
+    assert parse_origins(
+        "https://Foundry.Example.org/, http://a.example:8080,https://b.example:443"
+    ) == frozenset({"https://foundry.example.org", "http://a.example:8080", "https://b.example"})
     for bad in ("foundry.example.org", "https://x.example/game", "ftp://x.example", "https://x.example?q=1"):
         with pytest.raises(ConfigError, match="origins must be"):
             parse_origins(bad)
@@ -151,8 +149,13 @@ def test_the_minutely_full_collection_frees_cycles_and_trims_after_it() -> None:
             cycle.append(cycle)
         del cycle
         watched = weakref.ref(Node())  # in a cycle of its own: only a collection frees it
+
         # The young count would not do: any other thread of the process (pytest-xdist's) may allocate.
-        freed = upkeep.Upkeep.free_memory(lambda: trimmed.append(watched() is None) or 0, True) or 0
+        def trim() -> int:
+            trimmed.append(watched() is None)
+            return 0
+
+        freed = upkeep.Upkeep.free_memory(trim, True) or 0
         assert freed >= 100
         assert trimmed == [True], "malloc_trim runs after the collection, when the freed memory is free"
         assert upkeep.Upkeep.free_memory(None, False) is None, "TABLERELAY_FULL_GC=0: no collection"

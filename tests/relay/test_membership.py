@@ -188,7 +188,7 @@ def test_campaign_events_carry_no_hidden_value_and_sign_like_the_rest() -> None:
 def _frame(data: dict[str, object]) -> protocol.Frame:
     from tests.relay.helpers import frame
 
-    return frame(data)  # type: ignore[arg-type]
+    return frame(data)
 
 
 def _hope(participant: str, op: str, n: int, rid: str) -> dict[str, object]:
@@ -203,7 +203,7 @@ def test_nothing_names_a_removed_participant_after_the_kick() -> None:
     table.send(gm, _hope(bo.id, "gain", 2, "h0"))
     table.send(gm, {"t": "kick", "id": "k1", "participant": bo.id})
     stored = len(table.stored)
-    for rid, data in {
+    refused: dict[str, dict[str, object]] = {
         "h1": _hope(bo.id, "gain", 1, "h1"),
         "h2": _hope(bo.id, "set", 3, "h2"),
         "h3": _hope(bo.id, "spend", 0, "h3"),
@@ -211,7 +211,8 @@ def test_nothing_names_a_removed_participant_after_the_kick() -> None:
         "m1": {"t": "merge", "id": "m1", "participant": bo.id, "into": cy.id},
         "m2": {"t": "merge", "id": "m2", "participant": cy.id, "into": bo.id},
         "k2": {"t": "kick", "id": "k2", "participant": bo.id},
-    }.items():
+    }
+    for rid, data in refused.items():
         (reply,) = table.send(gm, data)
         assert (reply["t"], reply["id"], reply["code"]) == ("error", rid, "removed"), reply
         assert reply["message"] == "Bo was removed from this room by the GM.", reply
@@ -276,11 +277,15 @@ def test_the_surviving_participant_answers_retries_of_the_merged_ones_rolls() ->
 def test_merged_roll_ids_keep_the_newest_and_the_survivors_own_on_a_clash() -> None:
     from relay.state import ROLL_IDS_KEPT, RoomState
 
+    def at(seq: int) -> tuple[int, int]:
+        """A roll id's entry as the fold keeps it: the roll's seq and its event's ts (ms)."""
+        return seq, 1_700_000_000_000 + 10 * seq
+
     state = RoomState(
         seq=3000,
         rolls={
-            "gone": {f"g{i}": i for i in range(1, 1001)} | {"same": 1001},
-            "into": {f"i{i}": 1500 + i for i in range(1, 1001)} | {"same": 2600},
+            "gone": {f"g{i}": at(i) for i in range(1, 1001)} | {"same": at(1001)},
+            "into": {f"i{i}": at(1500 + i) for i in range(1, 1001)} | {"same": at(2600)},
         },
     )
     member = {"id": "gone", "name": "G", "role": "player"}
@@ -289,9 +294,9 @@ def test_merged_roll_ids_keep_the_newest_and_the_survivors_own_on_a_clash() -> N
     )
     ids = state.rolls["into"]
     assert len(ids) == ROLL_IDS_KEPT
-    assert ids["same"] == 2600, "an id both used stays the survivor's"
+    assert ids["same"] == at(2600), "an id both used stays the survivor's"
     assert "g1" not in ids, "the oldest are the ones let go"
-    assert ids["g1000"] == 1000
+    assert ids["g1000"] == at(1000)
     assert list(ids.values()) == sorted(ids.values()), "oldest first, as the fold drops them"
     assert "gone" not in state.rolls
 

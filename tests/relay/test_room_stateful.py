@@ -37,7 +37,7 @@ tests/conftest.py (thousands of sequences; see docs/hardening.md).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,9 +249,9 @@ class RoomMachine(RuleBasedStateMachine):
                 if conn.session.id == effect.member.id:
                     conn.session.member = effect.member
         elif isinstance(effect, SendInvites):
-            conn = self.by_session.get(effect.session)
-            if conn is not None:
-                self.send(conn, campaign_io.invites_frame(DESK, INFO.id, effect))  # type: ignore[arg-type]
+            asker = self.by_session.get(effect.session)
+            if asker is not None:
+                self.send(asker, campaign_io.invites_frame(DESK, INFO.id, effect))  # type: ignore[arg-type]
         else:
             raise AssertionError(f"unknown effect {effect!r}")
 
@@ -323,7 +323,7 @@ class RoomMachine(RuleBasedStateMachine):
         room = self.room
         after, upto, recovered = room.history_range(conn.resume)
         state = room.committed.wire()
-        records = room.recent_between(after, upto)
+        records: Sequence[Mapping[str, Any]] | None = room.recent_between(after, upto)
         if records is None:
             records = self.stored[after:upto]
         assert [r["seq"] for r in records] == list(range(after + 1, upto + 1))
@@ -609,7 +609,7 @@ class RoomMachine(RuleBasedStateMachine):
         n = next(self.markers)
         label, tag = f"Lbl{n:05d}Q", f"Tag{n:05d}Q"  # unique strings, found by a byte search if they leak
         target = [{"name": tag, "evasion": 12}]
-        intent: dict[str, Any] = {
+        intents: dict[str, dict[str, Any]] = {
             "dice": {"system": "dice", "formula": f"2d6[{tag}] + {bonus}"},
             "duality": {"system": "daggerheart.duality", "modifier": bonus},
             "duality-hope": {"system": "daggerheart.duality", "experience": 2, "spend_hope": True},
@@ -625,7 +625,8 @@ class RoomMachine(RuleBasedStateMachine):
             "pool": {"system": "honors_edge.roll", "pool": "3k2", "tn": 15},
             "nexus": {"system": "nexus.test", "attribute_die": "d8", "skill_rank": 1},
             "bad": {"system": "dice", "formula": f"2d6[{tag}] +"},
-        }[shape]
+        }
+        intent = intents[shape]
         frame: dict[str, Any] = {"t": "roll", "id": self.rid(), "intent": intent, "visibility": visibility}
         if labelled:
             frame["label"] = label
@@ -697,13 +698,13 @@ class RoomMachine(RuleBasedStateMachine):
     def other_frame(self, data: st.DataObject, junk: str) -> None:
         conn = data.draw(st.sampled_from(self.welcomed()))
         rid = self.rid()
-        frame: dict[str, Any] = {
+        frames: dict[str, dict[str, Any]] = {
             "ping": {"t": "ping", "id": rid},
             "bad-visibility": {"t": "roll", "id": rid, "intent": {"system": "dice"}, "visibility": "all"},
             "negative": {"t": "resource", "id": rid, "name": "fear", "op": "gain", "n": -1},
             "unknown-type": {"t": "shout", "id": rid},
-        }[junk]
-        self.request(conn, frame)
+        }
+        self.request(conn, frames[junk])
 
     def manager(self, data: st.DataObject, by_gm: int) -> Conn:
         """Mostly a GM's socket; now and then anyone's, whose management frames are refused."""

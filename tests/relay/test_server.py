@@ -30,6 +30,10 @@ POWER = {"system": "drawsteel.power", "characteristic": 1}
 
 
 class Running:
+    # Set by ``serving``, which starts the server in this process; a server started otherwise has neither.
+    relay: Relay
+    logs: io.StringIO
+
     def __init__(self, config: Config, url: str, secret: bytes) -> None:
         self.config = config
         self.url = url
@@ -76,8 +80,8 @@ async def serving(tmp_path: Path, resolve: Resolver | None = None) -> AsyncItera
     )
     port, relay = await asyncio.wait_for(ready, 10)
     running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
-    running.relay = relay  # type: ignore[attr-defined]
-    running.logs = log_buffer  # type: ignore[attr-defined]
+    running.relay = relay
+    running.logs = log_buffer
     try:
         yield running
     finally:
@@ -85,10 +89,18 @@ async def serving(tmp_path: Path, resolve: Resolver | None = None) -> AsyncItera
         await asyncio.wait_for(task, 20)
 
 
+def decoded(data: str | bytes) -> dict[str, Any]:
+    """A frame from the relay, which sends every frame as a binary MessagePack map."""
+    assert isinstance(data, bytes), data
+    frame = msgpack.unpackb(data, raw=False)
+    assert isinstance(frame, dict), frame
+    return frame
+
+
 async def hello(url: str, token: str, **extra: Any) -> tuple[ClientConnection, dict[str, Any]]:
     ws = await connect(url, max_size=None, max_queue=None)
     await ws.send(msgpack.packb({"t": "hello", "v": 1, "token": token, **extra}))
-    welcome = msgpack.unpackb(await ws.recv(), raw=False)
+    welcome = decoded(await ws.recv())
     assert welcome["t"] == "welcome", welcome
     return ws, welcome
 
@@ -96,7 +108,7 @@ async def hello(url: str, token: str, **extra: Any) -> tuple[ClientConnection, d
 async def collect_until(ws: ClientConnection, last: int) -> list[dict[str, Any]]:
     events = []
     while True:
-        frame = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False)
+        frame = decoded(await asyncio.wait_for(ws.recv(), 10))
         if frame["t"] == "event":
             events.append(frame)
             if frame["seq"] >= last:
@@ -119,7 +131,7 @@ async def test_joining_and_resuming_under_load_is_gapless(server: Running) -> No
 
     async def read_acks() -> None:
         while len(acks) < rolls:
-            frame = msgpack.unpackb(await gm.recv(), raw=False)
+            frame = decoded(await gm.recv())
             if frame["t"] == "ack":
                 acks.append(frame["seq"])
 
@@ -187,14 +199,14 @@ async def test_hidden_values_never_reach_outsiders_or_logs(server: Running) -> N
             assert frame["sealed"] is True
     # The roller of a blind roll sees only the placeholder too.
     while True:
-        frame = msgpack.unpackb(await asyncio.wait_for(player.recv(), 10), raw=False)
+        frame = decoded(await asyncio.wait_for(player.recv(), 10))
         if frame.get("kind") == "roll":
             assert frame["sealed"] is True
             assert "label" not in frame
             break
     full = None
     while full is None:
-        frame = msgpack.unpackb(await asyncio.wait_for(gm.recv(), 10), raw=False)
+        frame = decoded(await asyncio.wait_for(gm.recv(), 10))
         if frame.get("kind") == "roll":
             full = frame
     assert full["label"] == secret_label
@@ -204,7 +216,7 @@ async def test_hidden_values_never_reach_outsiders_or_logs(server: Running) -> N
     assert secret_label.encode() not in outsider
     assert b"drawsteel" not in outsider, "not even the system"
     assert b"characteristic" not in outsider
-    log_text = server.logs.getvalue()  # type: ignore[attr-defined]
+    log_text = server.logs.getvalue()
     assert secret_label not in log_text
     assert "characteristic" not in log_text
     for line in log_text.splitlines():
@@ -215,12 +227,12 @@ async def test_hidden_values_never_reach_outsiders_or_logs(server: Running) -> N
     # The reveal then publishes blob and nonce to everyone.
     await gm.send(msgpack.packb({"t": "reveal", "id": "v", "seq": seq}))
     while nonce_hex is None:
-        frame = msgpack.unpackb(await asyncio.wait_for(spectator.recv(), 10), raw=False)
+        frame = decoded(await asyncio.wait_for(spectator.recv(), 10))
         if frame.get("kind") == "reveal":
             nonce_hex = frame["nonce"].hex()
             body = msgpack.unpackb(frame["blob"], raw=False)
             assert body["label"] == secret_label
-    assert nonce_hex not in server.logs.getvalue()  # type: ignore[attr-defined]
+    assert nonce_hex not in server.logs.getvalue()
     for ws in (gm, player, spectator):
         await ws.close()
 
@@ -267,7 +279,7 @@ async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path
     async for data in ws:
         if not stop.is_set():
             stop.set()  # the first frame back: the server is working through the rolls
-        frame = msgpack.unpackb(data, raw=False)
+        frame = decoded(data)
         if frame["t"] == "ack":
             acked.append(frame["seq"])
         elif frame["t"] == "event":
@@ -315,7 +327,7 @@ async def test_a_socket_closed_for_an_oversize_frame_leaves_no_cycle_behind(serv
         assert closed.value.rcvd is not None
         assert closed.value.rcvd.code == 1009
         sockets.append(ws)
-    handlers = server.relay._handlers  # type: ignore[attr-defined]
+    handlers = server.relay._handlers
     for _ in range(200):  # the server's handlers finish after the clients see the close
         if not handlers:
             break
@@ -349,19 +361,19 @@ async def test_a_result_with_no_canonical_encoding_is_answered_internal_and_neve
         ws, welcome = await hello(running.url, running.token(room, "gm", sub="gm"))
         intent = {"system": "x", "bad": True}
         await ws.send(msgpack.packb({"t": "roll", "id": "r1", "intent": intent, "visibility": "gm"}))
-        reply = msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False)
+        reply = decoded(await asyncio.wait_for(ws.recv(), 10))
         assert reply["t"] == "error", reply
         assert (reply["code"], reply["id"]) == ("internal", "r1")
         await ws.send(
             msgpack.packb({"t": "roll", "id": "r2", "intent": {"system": "x"}, "visibility": "public"})
         )
-        frames = [msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False) for _ in range(2)]
+        frames = [decoded(await asyncio.wait_for(ws.recv(), 10)) for _ in range(2)]
         ack = next(f for f in frames if f["t"] == "ack")
         event = next(f for f in frames if f["t"] == "event")
         assert ack["seq"] == event["seq"] == welcome["seq"] + 1, "the refused roll took no seq"
         assert event["result"]["third"] == "0.3333333333333333"
         await ws.close()
-        logged = running.logs.getvalue()  # type: ignore[attr-defined]
+        logged = running.logs.getvalue()
         assert '"event": "frame_failed"' in logged
         assert "Traceback" not in json.dumps(reply)
     log = SqliteLog(running.config.db_path)
@@ -381,13 +393,13 @@ async def test_a_roller_is_served_before_the_rest_of_its_room(server: Running) -
     for i in range(4):
         ws, _ = await hello(server.url, server.token(room, "player", sub=f"p{i}"))
         sockets.append(ws)
-    handle = server.relay.rooms[room]  # type: ignore[attr-defined]
+    handle = server.relay.rooms[room]
     for roller in (2, 0, 3):
         ws = sockets[roller]
         await ws.send(
             msgpack.packb({"t": "roll", "id": f"r{roller}", "intent": POWER, "visibility": "public"})
         )
-        while msgpack.unpackb(await asyncio.wait_for(ws.recv(), 10), raw=False).get("t") != "ack":
+        while decoded(await asyncio.wait_for(ws.recv(), 10)).get("t") != "ack":
             pass
         last = list(handle.subscribers.values())[-1]
         assert last.id == f"p{roller}"

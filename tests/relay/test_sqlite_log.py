@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,12 @@ async def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
             for room in rooms:
                 futures.append(log.append(room, [ev(seq)], seq - 1))
         order: list[int] = []
+
+        def done(i: int, _f: asyncio.Future[int]) -> None:
+            order.append(i)
+
         for i, f in enumerate(futures):
-            f.add_done_callback(lambda _f, i=i: order.append(i))
+            f.add_done_callback(functools.partial(done, i))
         results = await asyncio.gather(*futures)
         assert results == [seq for seq in range(1, per_room + 1) for _ in rooms]
         assert order == list(range(len(futures))), "futures complete in the order the appends were made"

@@ -84,8 +84,10 @@ def test_sealed_render_carries_nothing_hidden() -> None:
     rec = record("blind")
     state = fold([rec])
     frame = render(rec, SEALED, state)
+    sealed = rec["sealed"]
+    assert isinstance(sealed, dict)
     assert frame["sealed"] is True
-    assert frame["commitment"] == rec["sealed"]["commitment"]
+    assert frame["commitment"] == sealed["commitment"]
     assert set(frame) == {"t", "seq", "epoch", "ts", "kind", "actor", "visibility", "sealed", "commitment"}
     full = render(rec, FULL, state)
     assert full["label"] == "Pick the lock"

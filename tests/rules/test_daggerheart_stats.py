@@ -101,8 +101,8 @@ def test_hope_and_fear_faces_are_uniform_and_independent() -> None:
     for _ in range(samples):
         result = resolve({"system": "daggerheart.duality"}, rng=rng)
         observed[(result["hope_die"], result["fear_die"])] += 1
-    exact = {pair: Fraction(1, 144) for pair in product(range(1, 13), range(1, 13))}
-    assert_fits(observed, dict(exact), samples)
+    exact: dict[Hashable, Fraction] = {pair: Fraction(1, 144) for pair in product(range(1, 13), range(1, 13))}
+    assert_fits(observed, exact, samples)
 
 
 def attack_exact(modifier: int, evasion: int, mode: str) -> dict[Hashable, Fraction]:

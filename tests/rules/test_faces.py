@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import rules
@@ -10,7 +12,7 @@ from rules.render import to_foundry
 from rules.rng import Scripted
 
 
-def faces(dice: object, rng: Scripted, **extra: object) -> dict[str, object]:
+def faces(dice: object, rng: Scripted, **extra: object) -> dict[str, Any]:
     return rules.resolve({"system": "faces", "dice": dice, **extra}, rng=rng)
 
 

@@ -113,5 +113,5 @@ def test_frightened_outcomes_match_the_d6() -> None:
     for _ in range(samples):
         result = resolve({"system": "nexus.check", "kind": "individual", "table": "frightened"}, rng=rng)
         observed[(result["outcome"]["from"], result["outcome"]["to"])] += 1
-    exact = {(1, 1): Fraction(1, 6), (2, 5): Fraction(4, 6), (6, 6): Fraction(1, 6)}
-    assert_fits(observed, dict(exact), samples)
+    exact: dict[Hashable, Fraction] = {(1, 1): Fraction(1, 6), (2, 5): Fraction(4, 6), (6, 6): Fraction(1, 6)}
+    assert_fits(observed, exact, samples)

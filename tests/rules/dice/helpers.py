@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rules.dice import Evaluation, evaluate
+from rules.dice.terms import DieResult
 from rules.rng import Scripted
 
 FOUNDRY_MODIFIERS = "https://foundryvtt.com/article/dice-modifiers/"
@@ -21,9 +22,10 @@ def roll(formula: str, faces: list[int], dialect: str = "foundry") -> Evaluation
     return result
 
 
-def results(ev: Evaluation, index: int = 0) -> list[dict[str, Any]]:
+def results(ev: Evaluation, index: int = 0) -> list[DieResult]:
     """The results of the term at ``index`` of the top-level terms."""
-    term: Any = ev.terms[index]
+    term = ev.terms[index]
+    assert term["type"] == "die" or term["type"] == "pool", term
     return term["results"]
 
 

@@ -92,8 +92,8 @@ def test_parentheses_hold_their_terms() -> None:
     assert ev.total == 18
     paren = ev.terms[0]
     assert paren["type"] == "paren"
-    assert paren["total"] == 6  # type: ignore[typeddict-item]
-    assert [t["type"] for t in paren["terms"]] == ["die", "operator", "number"]  # type: ignore[typeddict-item]
+    assert paren["total"] == 6
+    assert [t["type"] for t in paren["terms"]] == ["die", "operator", "number"]
 
 
 @pytest.mark.parametrize(
@@ -121,11 +121,11 @@ def test_pool_keeps_the_highest_expression() -> None:
     assert ev.total == 12
     pool = ev.terms[0]
     assert pool["type"] == "pool"
-    assert pool["results"] == [  # type: ignore[typeddict-item]
+    assert pool["results"] == [
         {"result": 12, "active": True},
         {"result": 8, "active": False, "discarded": True},
     ]
-    assert [r["formula"] for r in pool["rolls"]] == ["1d20", "1d20 + 5"]  # type: ignore[typeddict-item]
+    assert [r["formula"] for r in pool["rolls"]] == ["1d20", "1d20 + 5"]
     assert [d["kept"] for d in ev.dice] == [True, False]
 
 

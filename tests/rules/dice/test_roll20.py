@@ -27,7 +27,7 @@ def test_fate_dice() -> None:
     ev = r20("4dF", [1, 2, 3, 2])
     assert ev.total == 0
     assert faces_of(ev) == [-1, 0, 1, 0]
-    assert ev.terms[0]["kind"] == "fate"  # type: ignore[typeddict-item]
+    assert ev.terms[0]["kind"] == "fate"
 
 
 def test_exploding_dice() -> None:
@@ -192,9 +192,9 @@ def test_group_with_one_expression_keeps_single_dice() -> None:
     ev = r20("{4d6+3d8}kh1", [5, 6, 1, 3, 2, 8, 3])
     assert ev.total == 8
     pool = ev.terms[0]
-    assert [r["active"] for r in pool["results"]] == [False] * 5 + [True, False]  # type: ignore[typeddict-item]
+    assert [r["active"] for r in pool["results"]] == [False] * 5 + [True, False]
     assert [d["kept"] for d in ev.dice] == [False] * 5 + [True, False]
-    inner = pool["rolls"][0]["terms"]  # type: ignore[typeddict-item]
+    inner = pool["rolls"][0]["terms"]
     assert inner[2]["results"][1] == {"result": 8, "active": True}
     assert inner[0]["results"][0] == {"result": 5, "active": False, "discarded": True}
     # "{4d6+3d8}k4 - out of those 7 dice the highest 4 are kept and summed up"
@@ -259,7 +259,7 @@ def test_inline_rolls_are_rolled_first() -> None:
     inline = ev.terms[2]
     assert inline["type"] == "paren"
     assert inline.get("inline") is True
-    assert inline["total"] == 3  # type: ignore[typeddict-item]
+    assert inline["total"] == 3
     # "[[ 3d6>[[1+3]] ]]": an inline roll as the success target
     assert r20("[[3d6>[[1+3]]]]", [4, 3, 6]).total == 2
 
@@ -290,7 +290,7 @@ def test_power_is_a_pow_term() -> None:
     ev = r20("2**1d4", [3])
     assert ev.total == 8
     assert ev.terms[0]["type"] == "function"
-    assert ev.terms[0]["name"] == "pow"  # type: ignore[typeddict-item]
+    assert ev.terms[0]["name"] == "pow"
 
 
 def test_foundry_only_constructs_are_refused() -> None:

@@ -15,10 +15,22 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_MATH = {"floor": math.floor, "ceil": math.ceil, "round": lambda x: math.floor(x + 0.5), "abs": abs}
+_BIN: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+_MATH: dict[str, Callable[[float], float]] = {
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "round": lambda x: math.floor(x + 0.5),
+    "abs": abs,
+}
+_MIN_MAX_POW: dict[str, Callable[..., float]] = {"min": min, "max": max, "pow": math.pow}
 
 
 def _eval(node: ast.AST) -> float:
@@ -36,7 +48,7 @@ def _eval(node: ast.AST) -> float:
         return math.fmod(left, right)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         args = [_eval(a) for a in node.args]
-        fn = {"min": min, "max": max, "pow": math.pow, **_MATH}[node.func.id]
+        fn = {**_MIN_MAX_POW, **_MATH}[node.func.id]
         return fn(*args)
     raise AssertionError(f"not arithmetic: {ast.dump(node)}")
 
@@ -46,7 +58,8 @@ def safe_eval(expression: str) -> float:
 
 
 def _results_total(results: list[dict[str, Any]]) -> float:
-    return sum(r.get("count", r["result"]) for r in results if r.get("active"))
+    total: float = sum(r.get("count", r["result"]) for r in results if r.get("active"))
+    return total
 
 
 def term_total(term: dict[str, Any]) -> Any:
@@ -75,7 +88,7 @@ def term_total(term: dict[str, Any]) -> Any:
         for roll, value in zip(term["rolls"], args, strict=True):
             assert roll["total"] == value
         fn = term["fn"]
-        expected = {"min": min, "max": max, "pow": math.pow}.get(fn)
+        expected = _MIN_MAX_POW.get(fn)
         value = expected(*args) if expected else _MATH[fn](*args)
         assert value == term["result"], (fn, args, term["result"])
         return term["result"]

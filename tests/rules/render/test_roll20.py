@@ -39,7 +39,7 @@ def _meets(value: float, cond: dict[str, Any] | None) -> bool:
 
 
 def _value(results: list[dict[str, Any]], mods: dict[str, Any], success: bool) -> float:
-    kept = [r["v"] for r in results if not r.get("d")]
+    kept: list[float] = [r["v"] for r in results if not r.get("d")]
     if not success:
         return sum(kept)
     return sum(_meets(v, mods.get("success")) - _meets(v, mods.get("failure")) for v in kept)
