@@ -1050,19 +1050,21 @@ notices it; acked rolls pay it once per roll. Verifying is the clients' work.
     return text, goals
 
 
+def _rates_row(label: str, relay: dict[str, Any] | None, bare: dict[str, Any] | None) -> tuple[str, ...]:
+    """A growth table's row: the relay's and bare's rates and their ratio ("–" where a run is missing)."""
+    relay_rate = relay["rate"] if relay else None
+    bare_rate = bare["rate"] if bare else None
+    return label, n0(relay_rate), n0(bare_rate), ratio(relay_rate, bare_rate)
+
+
 def growth_section(data: dict[str, Any]) -> str:
     members = sorted(data["members"], key=lambda r: (r["per_room"], r["kind"]))
     sizes = sorted({r["per_room"] for r in members})
     body = []
     for n in sizes:
-        relay = _find(members, kind="relay", per_room=n)
-        bare = _find(members, kind="bare", per_room=n)
         body.append(
-            (
-                f"{n:,}",
-                n0(relay["rate"] if relay else None),
-                n0(bare["rate"] if bare else None),
-                ratio(relay["rate"] if relay else None, bare["rate"] if bare else None),
+            _rates_row(
+                f"{n:,}", _find(members, kind="relay", per_room=n), _find(members, kind="bare", per_room=n)
             )
         )
     shapes = []
@@ -1071,14 +1073,11 @@ def growth_section(data: dict[str, Any]) -> str:
             shapes.append((r["rooms"], r["per_room"]))
     rooms_body = []
     for a, b in shapes:
-        relay = _find(data["rooms"], kind="relay", rooms=a, per_room=b)
-        bare = _find(data["rooms"], kind="bare", rooms=a, per_room=b)
         rooms_body.append(
-            (
+            _rates_row(
                 f"{a} × {b:,}",
-                n0(relay["rate"] if relay else None),
-                n0(bare["rate"] if bare else None),
-                ratio(relay["rate"] if relay else None, bare["rate"] if bare else None),
+                _find(data["rooms"], kind="relay", rooms=a, per_room=b),
+                _find(data["rooms"], kind="bare", rooms=a, per_room=b),
             )
         )
     return f"""## 5. Growth

@@ -204,8 +204,7 @@ async def calibrate(run_dir: Path) -> Calibration:
             roll = {"t": "roll", "id": "c1", "intent": INTENT, "visibility": "public", "label": LABEL}
             await ws.send(msgpack.packb(roll))
             while True:
-                raw = await asyncio.wait_for(ws.recv(), 10)
-                assert isinstance(raw, bytes)
+                raw = await asyncio.wait_for(ws.recv(decode=False), 10)
                 frame = msgpack.unpackb(raw)
                 if frame.get("t") == "event" and frame.get("kind") == "roll":
                     break

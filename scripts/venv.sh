@@ -3,7 +3,8 @@
 #
 # `python -m venv` over a venv another Python made keeps the old interpreter's links and writes the new
 # one's version into pyvenv.cfg: a venv that is neither. So one made by another minor version (asked for,
-# or python3 upgraded since) is made again from scratch; the packages are installed again after it.
+# or python3 upgraded since) is made again from scratch (--clear: its packages and bench's install stamp
+# go too, so they are installed again after it).
 make_venv() {
   local python="${PYTHON:-python3}"
   local version='import sys; print("%d.%d" % sys.version_info[:2])'
@@ -18,7 +19,6 @@ make_venv() {
       return 0
     fi
     echo "note: .venv holds Python $had; making it again with Python $wanted ($python; PYTHON picks another)" >&2
-    rm -f .venv/.bench-installed
     "$python" -m venv --clear .venv
     return 0
   fi
