@@ -1,7 +1,8 @@
 """Runs the Foundry module's Node suite (``clients/foundry/test``) against a real relay started here.
 
 The suite drives the module inside a harness of the Foundry globals it touches (``harness.mjs``), with
-real WebSocket connections to this relay: fulfillment, chat messages, audiences, reveals, reloads, Fear.
+real WebSocket connections to this relay: fulfillment, chat messages, audiences, reveals, reloads, Fear, and
+the translations (every string in lang/en.json, and a world in a pseudo-language built from it).
 """
 
 from __future__ import annotations
@@ -21,4 +22,4 @@ def test_foundry_module_node_suite(tmp_path: Path) -> None:
     assert (ROOT / "clients" / "js" / "node_modules" / "ws").is_dir(), (
         "run scripts/setup.d/js-client.sh (npm ci in clients/js) first"
     )
-    run_node_suite(FOUNDRY, tmp_path / "data", at_least=26)
+    run_node_suite(FOUNDRY, tmp_path / "data", at_least=38)

@@ -69,6 +69,15 @@ def test_the_zip_holds_the_module_and_everything_it_imports(served: Any, tmp_pat
         zf.extractall(tmp_path)
     for path in [*manifest["esmodules"], *manifest["styles"]]:
         assert path in names, f"module.json names {path}, which the zip lacks"
+    # Foundry loads a language's strings from the path module.json gives, inside the unpacked module.
+    assert "lang/en.json" in names
+    assert [lang["lang"] for lang in manifest["languages"]] == ["en"]
+    for lang in manifest["languages"]:
+        assert lang["path"] in names, f"module.json names {lang['path']}, which the zip lacks"
+        path = (tmp_path / lang["path"]).resolve()
+        assert path.is_relative_to(tmp_path.resolve()), f"{lang['path']} points outside the module"
+        strings = json.loads(path.read_text(encoding="utf-8"))
+        assert strings["TABLERELAY"]["Settings"]["relayUrl"]["Name"] == "Relay address", lang
     assert "lib/tablerelay.mjs" in names
     assert "lib/msgpack/index.mjs" in names
     assert "lib/noble-ed25519/index.js" in names

@@ -12,12 +12,18 @@ const COMMAND = /^\s*(\/tr(?:gm|b|s)?)(?=\s|$)([\s\S]*)$/i;
 const SYSTEM = /^[a-z][a-z_]*\.[a-z][a-z_]*$/;
 const MAX_LABEL = 200;
 
-/** A command that cannot become a roll; `message` is a sentence for the person who typed it. */
+/**
+ * A command that cannot become a roll. Its sentence for the person who typed it is the translation `key`
+ * (lang/en.json) filled with `data`: this file stays pure, and the module words it where it shows it
+ * (`game.i18n.format(key, data)`), in that person's language.
+ */
 export class CommandError extends Error {
-  /** @param {string} message */
-  constructor(message) {
-    super(message);
+  /** @param {string} key @param {Record<string, string>} [data] */
+  constructor(key, data = {}) {
+    super(key);
     this.name = "CommandError";
+    this.key = key;
+    this.data = data;
   }
 }
 
@@ -42,12 +48,10 @@ export function parseCommand(text) {
   if (hash >= 0) {
     label = body.slice(hash).replace(/^\s*#\s*/, "").trim();
     body = body.slice(0, hash).trim();
-    if (label.length > MAX_LABEL) throw new CommandError(`A label may be at most ${MAX_LABEL} characters long.`);
+    if (label.length > MAX_LABEL) throw new CommandError("TABLERELAY.Command.LabelTooLong", { max: String(MAX_LABEL) });
   }
   if (!body) {
-    throw new CommandError(
-      `Write what to roll after ${command}: a formula such as 4d6kh3, or a system such as drawsteel.power characteristic=2.`,
-    );
+    throw new CommandError("TABLERELAY.Command.NothingToRoll", { command });
   }
   const intent = parseIntent(body);
   return label ? { command, visibility, intent, label } : { command, visibility, intent };
@@ -70,8 +74,8 @@ export function parseIntent(body) {
     const at = word.indexOf("=");
     const key = word.slice(0, at);
     const raw = word.slice(at + 1);
-    if (key === "system") throw new CommandError("The system is the first word; 'system=' is not an argument.");
-    if (Object.hasOwn(intent, key)) throw new CommandError(`The argument '${key}' is given twice.`);
+    if (key === "system") throw new CommandError("TABLERELAY.Command.SystemArgument");
+    if (Object.hasOwn(intent, key)) throw new CommandError("TABLERELAY.Command.ArgumentTwice", { argument: key });
     intent[key] = readValue(raw);
   }
   return intent;
@@ -114,7 +118,7 @@ export function splitWords(text) {
     }
     word += c;
   }
-  if (quoted || depth > 0) throw new CommandError("A quote or bracket is left open.");
+  if (quoted || depth > 0) throw new CommandError("TABLERELAY.Command.LeftOpen");
   if (word) words.push(word);
   return words;
 }

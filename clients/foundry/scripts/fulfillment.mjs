@@ -13,9 +13,9 @@ export const METHOD = "tablerelay";
 
 /** Raised (and so the roll refused) when the relay cannot roll and the table chose to refuse. */
 export class RelayUnavailable extends Error {
-  /** @param {string} reason */
-  constructor(reason) {
-    super(`tablerelay: the relay could not roll these dice (${reason}); the roll was refused.`);
+  /** @param {string} reason  why, as the person rolling reads it @param {string} message  the sentence, worded */
+  constructor(reason, message) {
+    super(message);
     this.name = "RelayUnavailable";
     this.reason = reason;
   }
@@ -47,6 +47,8 @@ export class RelayUnavailable extends Error {
  * @property {() => boolean} connected
  * @property {() => "fallback"|"refuse"} policy
  * @property {(reason: string) => void} onUnavailable
+ * @property {(key: string, data?: Record<string, string>) => string} text  a sentence from its translation key
+ *   (lang/en.json), in the language of whoever rolls: game.i18n.format in Foundry
  */
 
 /** Does this term's face come from a die the relay can roll (a positive whole number of faces)? */
@@ -146,7 +148,7 @@ export class FacesBroker {
    */
   async #ask(dice, context, about) {
     context.roundTrips += 1;
-    if (!this.deps.connected()) return this.#unavailable(context, "the relay is not connected");
+    if (!this.deps.connected()) return this.#unavailable(context, this.deps.text("TABLERELAY.Reason.NotConnected"));
     let reply;
     try {
       reply = await this.deps.request({ dice, about });
@@ -155,7 +157,7 @@ export class FacesBroker {
     }
     const asked = dice.reduce((n, d) => n + d.number, 0);
     if (!Array.isArray(reply.values) || reply.values.length !== asked) {
-      return this.#unavailable(context, "the relay answered with the wrong number of faces");
+      return this.#unavailable(context, this.deps.text("TABLERELAY.Reason.WrongCount"));
     }
     context.seqs.push(reply.seq);
     if (reply.signature) (context.signatures ??= []).push(reply.signature);
@@ -167,7 +169,9 @@ export class FacesBroker {
   /** @param {RollContext} context @param {string} reason */
   #unavailable(context, reason) {
     this.deps.onUnavailable(reason);
-    if (this.deps.policy() === "refuse") throw new RelayUnavailable(reason);
+    if (this.deps.policy() === "refuse") {
+      throw new RelayUnavailable(reason, this.deps.text("TABLERELAY.Error.Refused", { reason }));
+    }
     context.via = false;
     context.reason = reason;
     return null;

@@ -6,6 +6,8 @@ import { audienceOf } from "./audience.mjs";
 import { signedBytes } from "./client.mjs";
 import { sealedCardHTML } from "./ui.mjs";
 
+/** @typedef {import("./ui.mjs").Localizer} Localizer */
+
 export const FLAG_SCOPE = "tablerelay";
 
 /**
@@ -93,16 +95,17 @@ export function bytesToBase64(bytes) {
 /**
  * The messages to create for a roll event, as this client received it.
  * @param {any} event  a relay `roll` event (full or sealed)
- * @param {{ room: string, users: import("./audience.mjs").UserView[], roll: Roll.Any|null }} where
- *   `roll` is the Foundry Roll made from `event.foundry.rolls[0]` (null for a sealed event)
+ * @param {{ room: string, users: import("./audience.mjs").UserView[], roll: Roll.Any|null, i18n?: Localizer }} where
+ *   `roll` is the Foundry Roll made from `event.foundry.rolls[0]` (null for a sealed event); `i18n` words the
+ *   sealed card, which Foundry stores as HTML: it stays in the language of the client that posts it
  * @returns {MessageData[]}
  */
-export function rollMessages(event, { room, users, roll }) {
+export function rollMessages(event, { room, users, roll, i18n }) {
   const speaker = { alias: event.actor?.name ?? "tablerelay" };
   const everyone = users.map((u) => u.id);
   const card = (/** @type {string[]} */ whisper) => ({
     speaker,
-    content: sealedCardHTML(event),
+    content: sealedCardHTML(event, i18n),
     whisper,
     flags: { [FLAG_SCOPE]: eventFlags(event, room, { sealed: true }) },
   });

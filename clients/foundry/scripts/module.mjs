@@ -44,12 +44,12 @@ function tokenKey(/** @type {string} */ token) {
   return token.slice(-12);
 }
 
-/** A promise that rejects after `ms` unless `promise` settles first. */
-function withTimeout(/** @type {Promise<any>} */ promise, /** @type {number} */ ms, /** @type {string} */ what) {
+/** A promise that rejects after `ms` unless `promise` settles first, with the sentence `message()` words. */
+function withTimeout(/** @type {Promise<any>} */ promise, /** @type {number} */ ms, /** @type {() => string} */ message) {
   /** @type {any} */
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from the relay within ${ms / 1000} s (${what})`)), ms);
+    timer = setTimeout(() => reject(new Error(message())), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -100,6 +100,7 @@ export class TableRelayModule {
       connected: () => this.connected,
       policy: () => this.setting("unreachable") === "refuse" ? "refuse" : "fallback",
       onUnavailable: (reason) => this.#tellOutage(reason),
+      text: (key, data) => this.text(key, data),
     });
     const module = this;
     /** The API for macros and other modules: game.modules.get("tablerelay").api */
@@ -137,6 +138,26 @@ export class TableRelayModule {
   }
 
   /**
+   * A sentence of lang/*.json in this client's language. Only for what runs after i18nInit (Foundry loads
+   * translations after the init hook: init → i18nInit → setup → ready); what is registered during init
+   * passes the keys themselves, which Foundry localizes when it renders them.
+   * @param {string} key
+   * @param {Record<string, string>} [data]  the sentence's `{placeholders}`
+   */
+  text(key, data) {
+    const { i18n } = this.game;
+    return data ? i18n.format(key, data) : i18n.localize(key);
+  }
+
+  /**
+   * A notification, worded in this client's language.
+   * @param {"info"|"warn"|"error"} level @param {string} key @param {Record<string, string>} [data]
+   */
+  notify(level, key, data) {
+    this.env.ui.notifications[level](this.text(key, data));
+  }
+
+  /**
    * One of the module's settings, typed as module-env.d.ts declares it.
    * @template {ClientSettings.KeyFor<typeof MODULE_ID>} K
    * @param {K} key
@@ -152,7 +173,10 @@ export class TableRelayModule {
     this.#registerSettings();
     const fulfillment = this.env.CONFIG.Dice.fulfillment;
     fulfillment.methods[METHOD] = {
-      label: "tablerelay (the relay's secure dice)",
+      // A translation key, as core's own methods have ("DICE.FULFILLMENT.Mersenne"): Foundry's DiceConfig
+      // (v12's and v13's) hands the labels to its template unchanged, which localizes them when it renders,
+      // after the translations are loaded.
+      label: "TABLERELAY.Fulfillment.Label",
       icon: '<i class="fa-solid fa-tower-broadcast"></i>',
       interactive: false,
       handler: (term) => this.broker.face(term),
@@ -164,6 +188,7 @@ export class TableRelayModule {
     this.previousMethod = fulfillment.defaultMethod;
     this.#wrapEvaluate();
     const { Hooks } = this.env;
+    Hooks.once("i18nInit", () => this.#localizeChoices());
     Hooks.on("chatMessage", (/** @type {unknown} */ _log, /** @type {string} */ text) => this.#chatCommand(text));
     Hooks.on("preCreateChatMessage", (/** @type {ChatMessage.Implementation} */ message) => this.#markOwnRoll(message));
     const v13 = Number(this.game.release?.generation ?? 13) >= 13;
@@ -185,9 +210,12 @@ export class TableRelayModule {
   #registerSettings() {
     const { settings } = this.game;
     const reconnect = () => this.connect();
+    // Names, hints and menu texts are translation keys: the settings window localizes them as it renders
+    // (v12's and v13's SettingsConfig call game.i18n.localize on name and hint; their templates localize the
+    // menus'). During init the translations are not loaded yet, so a string localized here would be the key.
     settings.register(MODULE_ID, "relayUrl", {
-      name: "Relay address",
-      hint: "The tablerelay server's address, e.g. wss://relay.example.org/ws. The same for the whole world.",
+      name: "TABLERELAY.Settings.relayUrl.Name",
+      hint: "TABLERELAY.Settings.relayUrl.Hint",
       scope: "world",
       config: true,
       type: String,
@@ -195,27 +223,27 @@ export class TableRelayModule {
       onChange: reconnect,
     });
     settings.register(MODULE_ID, "rolls", {
-      name: "Rolls through the relay",
-      hint: "All rolls: every die Foundry rolls comes from the relay. Commands only: just /tr, /trgm, /trb and /trs.",
+      name: "TABLERELAY.Settings.rolls.Name",
+      hint: "TABLERELAY.Settings.rolls.Hint",
       scope: "world",
       config: true,
       type: String,
-      choices: { all: "All rolls", commands: "Only /tr commands" },
+      choices: { all: "TABLERELAY.Settings.rolls.Choices.all", commands: "TABLERELAY.Settings.rolls.Choices.commands" },
       default: "all",
       onChange: () => this.applyDefaultMethod(),
     });
     settings.register(MODULE_ID, "unreachable", {
-      name: "When the relay is unreachable",
-      hint: "Fall back to Foundry's dice (each such roll is marked 'not via relay'), or refuse to roll.",
+      name: "TABLERELAY.Settings.unreachable.Name",
+      hint: "TABLERELAY.Settings.unreachable.Hint",
       scope: "world",
       config: true,
       type: String,
-      choices: { fallback: "Use Foundry's dice, marked", refuse: "Refuse the roll" },
+      choices: { fallback: "TABLERELAY.Settings.unreachable.Choices.fallback", refuse: "TABLERELAY.Settings.unreachable.Choices.refuse" },
       default: "fallback",
     });
     settings.register(MODULE_ID, "showVerified", {
-      name: "Show relay marks",
-      hint: "Mark each chat message whose dice the relay rolled (and each revealed roll checked against its seal).",
+      name: "TABLERELAY.Settings.showVerified.Name",
+      hint: "TABLERELAY.Settings.showVerified.Hint",
       scope: "world",
       config: true,
       type: Boolean,
@@ -232,7 +260,8 @@ export class TableRelayModule {
         static DEFAULT_OPTIONS = {
           id: "tablerelay-connection",
           tag: "form",
-          window: { title: "tablerelay: connection", icon: "fa-solid fa-tower-broadcast" },
+          // ApplicationV2#title localizes this key when the window renders.
+          window: { title: "TABLERELAY.Connection.Title", icon: "fa-solid fa-tower-broadcast" },
           position: { width: 520 },
           form: {
             closeOnSubmit: true,
@@ -250,7 +279,7 @@ export class TableRelayModule {
         };
 
         async _renderHTML() {
-          return connectionFormHTML(module.connectionValues());
+          return connectionFormHTML(module.connectionValues(), module.game.i18n);
         }
 
         /** @param {string} result @param {HTMLElement} content */
@@ -259,13 +288,32 @@ export class TableRelayModule {
         }
       }
       settings.registerMenu(MODULE_ID, "connection", {
-        name: "Connection",
-        label: "Relay address and token",
-        hint: "Connect this browser to the table's relay.",
+        name: "TABLERELAY.Settings.connection.Name",
+        label: "TABLERELAY.Settings.connection.Label",
+        hint: "TABLERELAY.Settings.connection.Hint",
         icon: "fa-solid fa-tower-broadcast",
         type: ConnectionForm,
         restricted: false,
       });
+    }
+  }
+
+  /**
+   * i18nInit: the settings' choice labels, registered as keys during init, worded now that translations are
+   * loaded. v13's SettingsConfig makes a StringField of a setting's `choices` and its template localizes the
+   * labels (core's own settings give keys as choices); for v12's template (settings-config-category.html)
+   * that could not be confirmed, so the module does it itself, once, before any settings window can open
+   * (i18nInit runs before setup and ready). Where Foundry localizes them too, a worded label localizes to
+   * itself.
+   */
+  #localizeChoices() {
+    for (const key of /** @type {const} */ (["rolls", "unreachable"])) {
+      // fvtt-types types the registry's `choices` from the value type, which the Map's entries leave unknown.
+      const choices = /** @type {Record<string, string> | undefined} */ (
+        /** @type {unknown} */ (this.game.settings.settings.get(`${MODULE_ID}.${key}`)?.choices)
+      );
+      if (!choices) continue;
+      for (const [value, label] of Object.entries(choices)) choices[value] = this.text(label);
     }
   }
 
@@ -289,7 +337,7 @@ export class TableRelayModule {
     const { settings } = this.game;
     if (this.game.user.isGM && typeof values.relayUrl === "string" && values.relayUrl !== this.setting("relayUrl")) {
       if (values.relayUrl && !relayAddress(values.relayUrl)) {
-        this.env.ui.notifications.error("tablerelay: that is not a relay address (e.g. wss://relay.example.org/ws).");
+        this.notify("error", "TABLERELAY.Notify.BadAddress");
         return;
       }
       await settings.set(MODULE_ID, "relayUrl", values.relayUrl.trim());
@@ -342,7 +390,7 @@ export class TableRelayModule {
       this.env.Hooks.callAll("tablerelay.event", event, info);
       this.posting = this.posting
         .then(() => this.#onEvent(client, event, info))
-        .catch((/** @type {Error} */ err) => this.env.ui.notifications.error(`tablerelay: could not post event ${event.seq}: ${err.message}`));
+        .catch((/** @type {Error} */ err) => this.notify("error", "TABLERELAY.Notify.PostFailed", { seq: String(event.seq), error: err.message }));
     });
     client.on("state", () => {
       if (this.client !== client) return;
@@ -351,7 +399,7 @@ export class TableRelayModule {
     });
     client.connect().catch((/** @type {Error} */ err) => {
       if (this.client !== client) return;
-      this.env.ui.notifications.error(`tablerelay: the relay refused this token (${err.message}). Paste a new one under Settings → tablerelay.`);
+      this.notify("error", "TABLERELAY.Notify.TokenRefused", { error: err.message });
     });
     this.applyDefaultMethod();
   }
@@ -373,9 +421,9 @@ export class TableRelayModule {
     this.status = status;
     if (status === "open" && this.outage) {
       this.outage = false;
-      this.env.ui.notifications.info("tablerelay: connected to the relay again; rolls come from the relay.");
+      this.notify("info", "TABLERELAY.Notify.Reconnected");
     } else if (status === "reconnecting" && was === "open") {
-      this.env.ui.notifications.warn("tablerelay: lost the relay; reconnecting…");
+      this.notify("warn", "TABLERELAY.Notify.Lost");
     }
     this.renderPanel();
   }
@@ -401,7 +449,7 @@ export class TableRelayModule {
 
   #need() {
     if (!this.client || !this.connected) {
-      throw new TableRelayError("disconnected", "tablerelay is not connected to the relay.");
+      throw new TableRelayError("disconnected", this.text("TABLERELAY.Error.NotConnected"));
     }
     return this.client;
   }
@@ -454,8 +502,11 @@ export class TableRelayModule {
     /** @type {import("./client.mjs").Intent} */
     const intent = { system: "faces", dice };
     if (about.formula) intent.formula = about.formula;
-    const event = await withTimeout(client.roll(intent, { visibility: about.visibility, label: about.label }), FACES_TIMEOUT_MS, "faces");
-    if (event.sealed || !event.result) throw new Error("the relay sent the faces sealed");
+    const rolled = client.roll(intent, { visibility: about.visibility, label: about.label });
+    const event = await withTimeout(rolled, FACES_TIMEOUT_MS, () =>
+      this.text("TABLERELAY.Reason.Timeout", { seconds: String(FACES_TIMEOUT_MS / 1000) }),
+    );
+    if (event.sealed || !event.result) throw new Error(this.text("TABLERELAY.Reason.Sealed"));
     const room = client.room?.id;
     return {
       seq: event.seq,
@@ -468,11 +519,8 @@ export class TableRelayModule {
 
   #tellOutage(/** @type {string} */ reason) {
     const refuse = this.setting("unreachable") === "refuse";
-    const text = refuse
-      ? `tablerelay: ${reason}; the roll was refused (the world refuses rolls while the relay is unreachable).`
-      : `tablerelay: ${reason}; rolling with Foundry's dice, marked "not via relay".`;
-    if (refuse) this.env.ui.notifications.error(text);
-    else if (!this.outage) this.env.ui.notifications.warn(text);
+    if (refuse) this.notify("error", "TABLERELAY.Notify.OutageRefused", { reason });
+    else if (!this.outage) this.notify("warn", "TABLERELAY.Notify.OutageFallback", { reason });
     this.outage = true;
   }
 
@@ -489,7 +537,8 @@ export class TableRelayModule {
     if (signatures.length) flags.signatures = signatures;
     const known = contexts.find((c) => c?.room);
     if (known) Object.assign(flags, { room: known.room, epoch: known.epoch });
-    if (!via) flags.reason = contexts.find((c) => c?.reason)?.reason ?? "rolled without the relay";
+    // The reason is stored in the message's flags, so it is in the language of the client that rolled.
+    if (!via) flags.reason = contexts.find((c) => c?.reason)?.reason ?? this.text("TABLERELAY.Reason.WithoutRelay");
     message.updateSource({ flags: { [FLAG_SCOPE]: flags } });
   }
 
@@ -500,7 +549,7 @@ export class TableRelayModule {
     const hasRolls = (message.rolls?.length ?? 0) > 0;
     if (!flags && !(hasRolls && this.setting("rolls") === "all")) return;
     if (flags?.sealed) return; // the sealed card says it all
-    const html = markHTML(flags, { showVerified: Boolean(this.setting("showVerified")) });
+    const html = markHTML(flags, { showVerified: Boolean(this.setting("showVerified")) }, this.game.i18n);
     if (!html) return;
     const target = element.querySelector(".message-content") ?? element;
     target.insertAdjacentHTML("beforeend", html);
@@ -515,14 +564,15 @@ export class TableRelayModule {
       parsed = parseCommand(text);
     } catch (err) {
       if (err instanceof CommandError) {
-        this.env.ui.notifications.error(`tablerelay: ${err.message}`);
+        this.notify("error", "TABLERELAY.Notify.Error", { message: this.text(err.key, err.data) });
         return false;
       }
       throw err;
     }
     if (!parsed) return true;
+    // The relay's own error sentences are shown as the relay words them.
     this.roll(parsed.intent, { visibility: parsed.visibility, label: parsed.label }).catch((/** @type {Error} */ err) =>
-      this.env.ui.notifications.error(`tablerelay: ${err.message}`),
+      this.notify("error", "TABLERELAY.Notify.Error", { message: err.message }),
     );
     return false;
   }
@@ -598,7 +648,7 @@ export class TableRelayModule {
   async #postRoll(/** @type {string} */ room, /** @type {any} */ event) {
     const users = this.users();
     const roll = event.sealed ? null : this.#rollOf(event);
-    for (const data of rollMessages(event, { room, users, roll })) {
+    for (const data of rollMessages(event, { room, users, roll, i18n: this.game.i18n })) {
       await this.env.ChatMessage.create(messageData(data));
     }
   }
@@ -663,7 +713,7 @@ export class TableRelayModule {
     if (!key || setting?.key !== `daggerheart.${key}` || !this.client || !this.connected) return;
     const fear = Number(this.client.state.fear);
     if (Number(setting.value) === fear || !this.#leadGM()) return;
-    this.env.ui.notifications.warn("tablerelay: Fear is kept by the relay; use the tablerelay panel to gain or spend it.");
+    this.notify("warn", "TABLERELAY.Notify.FearKept");
     void this.game.settings.set("daggerheart", key, fear);
   }
 
@@ -688,12 +738,11 @@ export class TableRelayModule {
       const participant = u.getFlag(MODULE_ID, "participant");
       if (participant) names[participant] = u.name;
     }
-    host.innerHTML = panelHTML({ fear: Number(state.fear), hope, members: state.members }, {
-      isGM: Boolean(this.game.user.isGM),
-      status: this.status,
-      limits: this.limits,
-      names,
-    });
+    host.innerHTML = panelHTML(
+      { fear: Number(state.fear), hope, members: state.members },
+      { isGM: Boolean(this.game.user.isGM), status: this.status, limits: this.limits, names },
+      this.game.i18n,
+    );
   }
 
   #panelClick(/** @type {MouseEvent} */ e) {
@@ -704,7 +753,7 @@ export class TableRelayModule {
     const options = name === "hope" && participant ? { participant } : {};
     this.api
       .resource(/** @type {"fear"|"hope"} */ (name), /** @type {"gain"|"spend"} */ (op), 1, options)
-      .catch((/** @type {Error} */ err) => this.env.ui.notifications.error(`tablerelay: ${err.message}`));
+      .catch((/** @type {Error} */ err) => this.notify("error", "TABLERELAY.Notify.Error", { message: err.message }));
   }
 }
 

@@ -5,11 +5,14 @@
 // call the module makes (ChatMessage creation and update data, settings, flags). A `World` stands in for the
 // Foundry server: users, world settings and chat messages are shared by every client of the world, and a
 // whispered message reaches only its author, its recipients and the GMs, as Foundry's server sends them.
-// docs/foundry.md lists what this harness does not cover.
+// `game.i18n` is Foundry's Localization (localization.mjs), loading the language files module.json names;
+// the settings window, the dice configuration and ApplicationV2 windows render their texts the way Foundry
+// localizes them. docs/foundry.md lists what this harness does not cover.
 
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { createRequire } from "node:module";
+import { HarnessLocalization, manifestLanguages } from "./localization.mjs";
 
 // `ws` as the JS client's own tests resolve it (clients/js's locked dependencies).
 const WebSocket = createRequire(new URL("../../js/package.json", import.meta.url))("ws");
@@ -214,14 +217,23 @@ export class HarnessRoll {
 
 /** The stand-in for a Foundry server: users, world settings and chat messages shared by its clients. */
 export class World {
-  /** @param {Array<{ id: string, name: string, isGM?: boolean }>} users */
-  constructor(users, { system = "dnd5e" } = {}) {
+  /**
+   * @param {Array<{ id: string, name: string, isGM?: boolean }>} users
+   * @param {object} [options]
+   * @param {string} [options.system]
+   * @param {string} [options.language]  the language its clients play in (Foundry's core.language)
+   * @param {Array<{ lang: string, name?: string, path: string }>} [options.languages]  language files beyond
+   *   module.json's, as a translation module's manifest would add them
+   */
+  constructor(users, { system = "dnd5e", language = "en", languages = [] } = {}) {
     this.users = users.map((u) => ({ id: u.id, name: u.name, isGM: Boolean(u.isGM), flags: {} }));
     this.active = new Set();
     this.worldSettings = new Map();
     this.messages = [];
     this.clients = new Set();
     this.system = system;
+    this.language = language;
+    this.languages = [...manifestLanguages(), ...languages];
     this.nextId = 1;
   }
 
@@ -231,9 +243,12 @@ export class World {
     return this.messages.filter((m) => !m.whisper.length || m.author === userId || m.whisper.includes(userId) || user.isGM);
   }
 
-  /** A Foundry client for this user, with its own globals (and its own browser storage). */
-  client(userId, { storage = new Map() } = {}) {
-    const client = new FoundryClient(this, userId, storage);
+  /**
+   * A Foundry client for this user, with its own globals (and its own browser storage). `document: true`
+   * gives it a page body the module's panel can render into; `generation` is Foundry's major version.
+   */
+  client(userId, { storage = new Map(), document = false, generation = 13 } = {}) {
+    const client = new FoundryClient(this, userId, storage, { document, generation });
     this.clients.add(client);
     this.active.add(userId);
     return client;
@@ -275,9 +290,62 @@ class HarnessMessage {
   }
 }
 
+/** A page element, enough for the module's panel: an id, its HTML, children and listeners. */
+class HarnessElement {
+  constructor(tag) {
+    Object.assign(this, { tagName: tag.toUpperCase(), id: "", innerHTML: "", children: [], listeners: {} });
+  }
+  appendChild(element) {
+    this.children.push(element);
+    return element;
+  }
+  addEventListener(type, fn) {
+    (this.listeners[type] ??= []).push(fn);
+  }
+}
+
+/** The page, as far as the module's panel reaches it. */
+class HarnessDocument {
+  constructor() {
+    this.body = new HarnessElement("body");
+  }
+  createElement(tag) {
+    return new HarnessElement(tag);
+  }
+  getElementById(id) {
+    return this.body.children.find((e) => e.id === id) ?? null;
+  }
+}
+
+/**
+ * Foundry's ApplicationV2, as far as the module's connection form uses it: options merged over the class's
+ * DEFAULT_OPTIONS, a `title` that localizes `window.title` (ApplicationV2#title), and a render that asks
+ * `_renderHTML` for the content and hands it to `_replaceHTML`.
+ */
+function applicationV2(client) {
+  return class ApplicationV2 {
+    static DEFAULT_OPTIONS = {};
+    constructor(options = {}) {
+      const defaults = this.constructor.DEFAULT_OPTIONS ?? {};
+      this.options = { ...defaults, ...options, window: { ...defaults.window, ...options.window } };
+      this.content = null;
+    }
+    get title() {
+      return client.game.i18n.localize(this.options.window.title ?? "");
+    }
+    async render() {
+      assert.ok(client.game.i18n.initialized, "a window renders after the translations are loaded");
+      const result = await this._renderHTML({}, {});
+      this.content = new HarnessElement("section");
+      this._replaceHTML(result, this.content, {});
+      return this;
+    }
+  };
+}
+
 /** One browser: Foundry's globals as the module sees them. */
 export class FoundryClient {
-  constructor(world, userId, storage) {
+  constructor(world, userId, storage, { document = false, generation = 13 } = {}) {
     this.world = world;
     this.userId = userId;
     this.storage = storage; // client-scoped settings: this browser's localStorage
@@ -300,14 +368,19 @@ export class FoundryClient {
       },
     });
     const settings = {
+      // Foundry's registries: each entry is the registered config with its namespace and key.
+      settings: registered,
+      get menus() {
+        return client.menus;
+      },
       register(namespace, key, config) {
         assert.ok(["world", "client", "user"].includes(config.scope), `setting ${key} has a scope`);
         assert.equal(typeof config.config, "boolean", `setting ${key} says whether it shows in the settings form`);
-        registered.set(`${namespace}.${key}`, config);
+        registered.set(`${namespace}.${key}`, Object.assign(config, { namespace, key }));
       },
       registerMenu(namespace, key, config) {
         assert.equal(typeof config.type, "function", "a settings menu opens an application class");
-        client.menus.set(`${namespace}.${key}`, config);
+        client.menus.set(`${namespace}.${key}`, Object.assign(config, { namespace, key: `${namespace}.${key}` }));
       },
       get(namespace, key) {
         const id = `${namespace}.${key}`;
@@ -347,7 +420,8 @@ export class FoundryClient {
     this.diceConfiguration = {};
     const modules = new Map([["tablerelay", { id: "tablerelay", active: true }]]);
     this.game = {
-      release: { generation: 13 },
+      release: { generation },
+      i18n: new HarnessLocalization({ lang: world.language, languages: world.languages, hooks: this.Hooks }),
       system: { id: world.system },
       get user() {
         return userDoc(world.users.find((u) => u.id === userId));
@@ -396,9 +470,50 @@ export class FoundryClient {
     };
     const Roll = class extends HarnessRoll {};
     this.Roll = Roll;
-    this.foundry = { dice: { Roll } };
+    this.foundry = { dice: { Roll }, applications: { api: { ApplicationV2: applicationV2(this) } } };
     this.WebSocket = WebSocket;
-    this.document = null;
+    this.document = document ? new HarnessDocument() : null;
+  }
+
+  /**
+   * What Foundry's settings window (SettingsConfig#_prepareCategoryData) shows this user of the module's
+   * settings and menus. Both v12 and v13 localize a setting's name and hint there, and their templates the
+   * menus' name, label and hint (core's own menus are named by keys). v13 makes a StringField of `choices`,
+   * whose options its template localizes; v12's template was not read, so for generation 12 the harness shows
+   * the labels as registered, the case in which only the module's own wording (at i18nInit) helps.
+   */
+  settingsConfig(namespace = "tablerelay") {
+    const { i18n, user, settings } = this.game;
+    assert.ok(i18n.initialized, "the settings window opens after the translations are loaded");
+    const menus = [...settings.menus.values()]
+      .filter((m) => m.namespace === namespace && (!m.restricted || user.isGM))
+      .map((m) => ({ key: m.key, label: i18n.localize(m.name), buttonText: i18n.localize(m.label), hint: i18n.localize(m.hint), type: m.type }));
+    const entries = [...settings.settings.values()]
+      .filter((s) => s.namespace === namespace && s.config && (user.isGM || s.scope !== "world"))
+      .map((s) => {
+        const entry = { id: `${s.namespace}.${s.key}`, label: i18n.localize(s.name ?? ""), hint: i18n.localize(s.hint ?? "") };
+        if (s.choices) {
+          const word = (label) => (this.game.release.generation >= 13 ? i18n.localize(label) : label);
+          entry.choices = Object.fromEntries(Object.entries(s.choices).map(([value, label]) => [value, word(label)]));
+        }
+        return entry;
+      });
+    return { menus, settings: entries };
+  }
+
+  /** The dice configuration's method labels (DiceConfig's template localizes them, as core's are keys). */
+  diceConfig() {
+    assert.ok(this.game.i18n.initialized, "the dice configuration opens after the translations are loaded");
+    const { methods } = this.CONFIG.Dice.fulfillment;
+    return Object.fromEntries(Object.entries(methods).map(([id, m]) => [id, this.game.i18n.localize(m.label)]));
+  }
+
+  /** Open a settings menu's window, as the settings window's button does: its title and its HTML. */
+  async openMenu(key) {
+    const menu = this.game.settings.menus.get(key);
+    assert.ok(menu, `no settings menu ${key}`);
+    const app = await new menu.type().render(true);
+    return { title: app.title, html: app.content.innerHTML, app };
   }
 
   /** Run `fn` as this client (the harness's Roll class and message permissions follow the acting user). */

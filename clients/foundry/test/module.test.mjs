@@ -24,13 +24,14 @@ after(() => {
   closeAll();
 });
 
-/** A started module on a harness client: init, the world's settings, then ready (which connects). */
+/** A started module on a harness client: init, the translations (i18nInit), the world's settings, then ready (which connects). */
 async function foundry(world, userId, { token, storage, rolls = "all", unreachable = "fallback", url = server.url, wait = true } = {}) {
   const client = world.client(userId, { storage });
   const module = new TableRelayModule(client);
   modules.push(module);
   client.module = module;
   module.init();
+  await client.game.i18n.initialize();
   const gm = world.users.find((u) => u.isGM);
   if (!world.configured) {
     // The GM sets the world's settings once, through the settings API the harness checks.

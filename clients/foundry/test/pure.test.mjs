@@ -8,6 +8,22 @@ import { FacesBroker, RelayUnavailable, resultFor } from "../scripts/fulfillment
 import { rollMessages } from "../scripts/messages.mjs";
 import { markHTML } from "../scripts/ui.mjs";
 import { relayAddress } from "../scripts/module.mjs";
+import { HarnessLocalization } from "./localization.mjs";
+
+// lang/en.json as Foundry loads it, for the sentences the pure parts leave to be worded.
+const english = new HarnessLocalization({ lang: "en" });
+await english.initialize();
+
+/** The English sentence of the CommandError `fn` throws. */
+function commandError(fn) {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof CommandError, String(err));
+    return english.format(err.key, err.data);
+  }
+  return assert.fail("no CommandError was thrown");
+}
 
 describe("chat commands", () => {
   test("formulas, system intents, labels and visibilities", () => {
@@ -38,11 +54,13 @@ describe("chat commands", () => {
     assert.equal(parseCommand("/roll 1d20"), null);
     assert.equal(parseCommand("/track 3"), null, "a command that only starts with /tr is someone else's");
     assert.equal(parseCommand("hello"), null);
-    assert.throws(() => parseCommand("/tr"), CommandError);
-    assert.throws(() => parseCommand("/tr drawsteel.power a=1 a=2"), /given twice/);
-    assert.throws(() => parseCommand("/tr drawsteel.power system=nexus.test"), /first word/);
-    assert.throws(() => parseCommand('/tr nexus.test table=["open'), /left open/);
-    assert.throws(() => parseCommand(`/tr 1d20 # ${"x".repeat(201)}`), /at most 200/);
+    // The errors carry a translation key and its data; the module words them where it shows them.
+    assert.throws(() => parseCommand("/tr"), { name: "CommandError", key: "TABLERELAY.Command.NothingToRoll", data: { command: "/tr" } });
+    assert.match(commandError(() => parseCommand("/TRGM")), /^Write what to roll after \/trgm: a formula such as 4d6kh3/);
+    assert.equal(commandError(() => parseCommand("/tr drawsteel.power a=1 a=2")), "The argument 'a' is given twice.");
+    assert.match(commandError(() => parseCommand("/tr drawsteel.power system=nexus.test")), /first word/);
+    assert.match(commandError(() => parseCommand('/tr nexus.test table=["open')), /left open/);
+    assert.equal(commandError(() => parseCommand(`/tr 1d20 # ${"x".repeat(201)}`)), "A label may be at most 200 characters long.");
   });
 });
 
@@ -133,6 +151,7 @@ describe("the faces broker", () => {
       connected: () => connected,
       policy: () => policy,
       onUnavailable: (reason) => told.push(reason),
+      text: (key, data) => english.format(key, data),
     });
     return { b, asked, told };
   };
@@ -187,7 +206,12 @@ describe("the faces broker", () => {
     assert.equal(await off.b.face(d), undefined, "undefined lets Foundry roll it");
     assert.equal(off.told.length, 1);
     const refuse = broker(counting(), { connected: false, policy: "refuse" });
-    await assert.rejects(refuse.b.prefetch([term(1, 20)], { visibility: "public" }), RelayUnavailable);
+    await assert.rejects(refuse.b.prefetch([term(1, 20)], { visibility: "public" }), (err) => {
+      assert.ok(err instanceof RelayUnavailable);
+      assert.equal(err.reason, "the relay is not connected");
+      assert.equal(err.message, "tablerelay: the relay could not roll these dice (the relay is not connected); the roll was refused.");
+      return true;
+    });
     const wrong = broker(() => ({ seq: 1, values: [1] }));
     const ctx = await wrong.b.prefetch([term(2, 6)], { visibility: "public" });
     assert.equal(ctx.via, false);
