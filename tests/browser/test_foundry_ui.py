@@ -8,6 +8,7 @@ is one of these).
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,31 @@ h3 {{ margin: 0 0 6px; font-size: 13px; color: #ccc; }}
 <div><h3>Chat, as a player sees it</h3><div class="chat" id="chat"></div></div>
 <div><h3>Settings → tablerelay → Connection</h3><div class="dialog" id="form"></div></div>
 </div></body></html>"""
+
+
+def english() -> dict[str, str]:
+    """lang/en.json's strings by their dotted keys, as Foundry's game.i18n finds them."""
+
+    def flat(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, value in tree.items():
+            if isinstance(value, dict):
+                out.update(flat(value, f"{prefix}{key}."))
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    return flat(json.loads((FOUNDRY / "lang" / "en.json").read_text()))
+
+
+#: A Localizer over en.json for a page with no Foundry: ui.mjs takes its words from one.
+LOCALIZER = """
+const EN = {strings};
+window.tablerelayI18n = {{
+  localize: (key) => EN[key] ?? key,
+  format: (key, data = {{}}) => (EN[key] ?? key).replace(/{{[^}}]+}}/g, (m) => data[m.slice(1, -1)]),
+}};
+"""
 
 
 def wait_event(client: WireClient, seq: int) -> dict[str, Any]:
@@ -65,6 +91,7 @@ def test_panel_sealed_card_marks_and_form(page: Page, room: dict[str, str], wire
     page.set_content(PAGE.format(css=(FOUNDRY / "styles" / "tablerelay.css").read_text()))
     page.add_script_tag(
         content=(FOUNDRY / "scripts" / "ui.mjs").read_text()
+        + LOCALIZER.format(strings=json.dumps(english()))
         + "\nwindow.tablerelayUI = { panelHTML, sealedCardHTML, markHTML, connectionFormHTML };",
         type="module",
     )
@@ -72,24 +99,28 @@ def test_panel_sealed_card_marks_and_form(page: Page, room: dict[str, str], wire
     page.evaluate(
         """([state, sealed, limits]) => {
           const ui = window.tablerelayUI;
+          const i18n = window.tablerelayI18n;
           document.getElementById("gm-panel").innerHTML =
-            ui.panelHTML(state, { isGM: true, status: "open", limits });
+            ui.panelHTML(state, { isGM: true, status: "open", limits }, i18n);
           document.getElementById("player-panel").innerHTML =
-            ui.panelHTML(state, { isGM: false, status: "reconnecting", limits });
+            ui.panelHTML(state, { isGM: false, status: "reconnecting", limits }, i18n);
           const shown = { showVerified: true };
-          const msg = (who, text, flags) =>
-            `<div class="msg"><b>${who}</b>: ${text}${ui.markHTML(flags, shown)}</div>`;
+          const msg = (who, text, verdict, flags) =>
+            `<div class="msg"><b>${who}</b>: ${text}${ui.markHTML(verdict, flags, shown, i18n)}</div>`;
           document.getElementById("chat").innerHTML = [
-            `<div class="msg">${ui.sealedCardHTML(sealed)}</div>`,
-            msg("Ana", "2d20kh + 3 = 21", { via: true, seq: 12, verified: true }),
-            msg("Bo", "1d20 = 7", { via: false, reason: "the relay is not connected" }),
-            msg("Mercer", "revealed 17", { via: true, seq: 9, revealed: 14, sealMatches: true,
-              verified: true }),
+            `<div class="msg">${ui.sealedCardHTML(sealed, i18n)}</div>`,
+            msg("Ana", "2d20kh + 3 = 21", { state: "verified", seqs: [12] }, { via: true, seq: 12 }),
+            msg("Bo", "1d20 = 7", { state: "not-relay", reason: "the relay is not connected" },
+              { via: false }),
+            msg("Mercer", "revealed 17", { state: "verified", seqs: [9] },
+              { via: true, seq: 9, revealed: 14 }),
+            msg("Bo", "1d20 = 20", { state: "failed", seqs: [15], reason: { key: "TABLERELAY.Check.Die",
+              data: { faces: "20", value: "20" } } }, { via: true, seq: 15 }),
           ].join("");
           document.getElementById("form").innerHTML = ui.connectionFormHTML({
             relayUrl: "wss://dice.example.org/ws", hasToken: true, isGM: true, status: "open",
             participant: "gm-3f2a91",
-          });
+          }, i18n);
         }""",
         [welcome["state"], sealed, welcome["limits"]],
     )
@@ -114,6 +145,9 @@ def test_panel_sealed_card_marks_and_form(page: Page, room: dict[str, str], wire
     assert marker not in chat_text, "the sealed card shows no label"
     assert "not via relay" in chat_text
     assert "matches its seal" in chat_text
+    assert "signed ✓ #12" in chat_text
+    assert "do not trust this roll: it shows a d20 of 20 that the relay did not roll #15" in chat_text
+    assert "TABLERELAY." not in chat_text
 
     token = page.locator("#form input[name='token']")
     assert token.get_attribute("type") == "password"

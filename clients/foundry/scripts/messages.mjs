@@ -95,7 +95,7 @@ export function bytesToBase64(bytes) {
 /**
  * The messages to create for a roll event, as this client received it.
  * @param {any} event  a relay `roll` event (full or sealed)
- * @param {{ room: string, users: import("./audience.mjs").UserView[], roll: Roll.Any|null, i18n?: Localizer }} where
+ * @param {{ room: string, users: import("./audience.mjs").UserView[], roll: Roll.Any|null, i18n: Localizer }} where
  *   `roll` is the Foundry Roll made from `event.foundry.rolls[0]` (null for a sealed event); `i18n` words the
  *   sealed card, which Foundry stores as HTML: it stays in the language of the client that posts it
  * @returns {MessageData[]}

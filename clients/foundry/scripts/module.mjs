@@ -6,6 +6,7 @@
 
 import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
 import { TableRelay, TableRelayError } from "./client.mjs";
+import { checkMessage, relayKeys, shownBefore, shownTwice } from "./check.mjs";
 import { CommandError, parseCommand } from "./commands.mjs";
 import { FacesBroker, METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, revealUpdate, rollMessages, signatureOf } from "./messages.mjs";
@@ -14,6 +15,13 @@ import { connectionFormHTML, markHTML, panelHTML } from "./ui.mjs";
 export const MODULE_ID = "tablerelay";
 /** How long a faces request may take before the roll falls back or is refused. */
 export const FACES_TIMEOUT_MS = 8000;
+/** How long a message this client could not check (no keys) waits before it is checked again. */
+const UNCHECKED_RETRY_MS = 30_000;
+
+/**
+ * One check of a message by this client: its verdict once made, and the keys it was made with.
+ * @typedef {{ promise: Promise<import("./check.mjs").Verdict>, value?: import("./check.mjs").Verdict, keys: Promise<Map<string, { x: Uint8Array }>|null> }} Check
+ */
 
 /**
  * The relay's WebSocket address from what a GM typed: `relay.example.org`, `https://relay.example.org` and
@@ -95,6 +103,10 @@ export class TableRelayModule {
     this.limits = {};
     /** @type {Promise<unknown>} relay events are posted one after another, in seq order */
     this.posting = Promise.resolve();
+    /** @type {Map<string, Check>} this client's checks of chat messages, by message and content */
+    this.checks = new Map();
+    /** @type {{ source: unknown, keys: Promise<Map<string, { x: Uint8Array }>|null>, failed?: number } | null} the relay's keys, where they came from, and when they could not be had */
+    this.keys = null;
     this.broker = new FacesBroker({
       request: (request) => this.#requestFaces(request),
       connected: () => this.connected,
@@ -111,6 +123,11 @@ export class TableRelayModule {
        * @param {{ visibility?: "public"|"gm"|"blind"|"self", label?: string }} [options]
        */
       roll: (intent, options = {}) => module.roll(intent, options),
+      /**
+       * This client's own check of a chat message against the relay's signatures (what its mark shows).
+       * @param {ChatMessage.Implementation} message
+       */
+      check: (message) => module.verdict(message),
       reveal: (/** @type {number} */ seq) => module.#need().reveal(seq),
       resource: (/** @type {"fear"|"hope"} */ name, /** @type {"gain"|"spend"|"set"} */ op, /** @type {number} */ n, options = {}) =>
         module.#need().resource(name, op, n, options),
@@ -492,6 +509,13 @@ export class TableRelayModule {
     if (visibility === "blind") visibility = "gm";
     const about = { formula: String(roll.formula ?? "").slice(0, 200), visibility };
     const context = await this.broker.prefetch(terms, about);
+    // Dice the user set to another method (typed in by hand, say) make the whole roll not the relay's: its
+    // message says so itself, as every other client's check of it would.
+    const others = (roll.dice ?? []).filter((/** @type {any} */ t) => !terms.includes(t));
+    if (others.length && context.via) {
+      const dice = [...new Set(others.map((/** @type {any} */ t) => `${t.denomination} (${config[t.denomination] || fallback})`))].join(", ");
+      Object.assign(context, { via: false, reason: this.text("TABLERELAY.Reason.OtherMethod", { dice }) });
+    }
     roll.options = { ...(roll.options ?? {}), tablerelay: context };
     return original.call(roll, options);
   }
@@ -542,17 +566,118 @@ export class TableRelayModule {
     message.updateSource({ flags: { [FLAG_SCOPE]: flags } });
   }
 
-  /** renderChatMessage(HTML): the mark that says where a message's dice came from. */
+  /**
+   * renderChatMessage(HTML): the mark that says where a message's dice came from, as this client checked it.
+   * The check is asynchronous (WebCrypto): a message first shows "checking…", then its verdict in place.
+   */
   #decorate(/** @type {ChatMessage.Implementation} */ message, /** @type {HTMLElement|undefined} */ element) {
     if (!element) return;
     const flags = message.flags?.[FLAG_SCOPE];
     const hasRolls = (message.rolls?.length ?? 0) > 0;
     if (!flags && !(hasRolls && this.setting("rolls") === "all")) return;
-    if (flags?.sealed) return; // the sealed card says it all
-    const html = markHTML(flags, { showVerified: Boolean(this.setting("showVerified")) }, this.game.i18n);
-    if (!html) return;
+    const options = { showVerified: Boolean(this.setting("showVerified")) };
+    // A copy of an event the chat already shows is caught here, not cached: the chat changes under it.
+    /** @type {ChatMessage.Stored[]} */
+    const chat = this.game.messages.contents;
+    const repeated = shownBefore({ id: String(message.id), flags }, chat.map((m) => ({ id: String(m.id), flags: m.flags?.[FLAG_SCOPE] })));
+    const known = repeated.length ? shownTwice(repeated) : this.#kept(message)?.value;
     const target = element.querySelector(".message-content") ?? element;
-    target.insertAdjacentHTML("beforeend", html);
+    target.insertAdjacentHTML("beforeend", `<div data-tablerelay-mark>${markHTML(known ?? { state: "checking" }, flags, options, this.game.i18n)}</div>`);
+    if (known) return;
+    const slot = target.querySelector?.("[data-tablerelay-mark]");
+    void this.verdict(message).then((verdict) => {
+      if (slot) slot.innerHTML = markHTML(verdict, flags, options, this.game.i18n);
+    });
+  }
+
+  /** What a check depends on: the message, its flags and the dice it shows (a reveal changes both). */
+  #checkKey(/** @type {ChatMessage.Implementation} */ message) {
+    const dice = (message.rolls ?? []).map((/** @type {any} */ r) => [r.total, (r.dice ?? []).map((/** @type {any} */ t) => (t.results ?? []).map((/** @type {any} */ x) => x.result))]);
+    return `${message.id}|${JSON.stringify(message.flags?.[FLAG_SCOPE] ?? null)}|${JSON.stringify(dice)}`;
+  }
+
+  /**
+   * This client's check of a message against the relay's signatures, with the keys it got from the relay
+   * itself (check.mjs says what is checked). A verdict is kept per message and content.
+   * @param {ChatMessage.Implementation} message
+   * @returns {Promise<import("./check.mjs").Verdict>}
+   */
+  verdict(message) {
+    const kept = this.#kept(message);
+    if (kept) return kept.promise;
+    const rolls = message.rolls ?? [];
+    const keys = this.#relayKeys();
+    /** @type {Check} */
+    const entry = {
+      promise: keys.then((found) => checkMessage({ flags: message.flags?.[FLAG_SCOPE], rolls, authorParticipant: this.#participantOf(message) }, { keys: found })),
+      keys,
+    };
+    this.checks.set(this.#checkKey(message), entry);
+    void entry.promise.then((verdict) => (entry.value = verdict));
+    return entry.promise;
+  }
+
+  /**
+   * A kept check of this message, unless it could not be made (no keys then) and the keys have changed since
+   * (a welcome came, or a failed fetch is due again): then the message is checked again.
+   * @param {ChatMessage.Implementation} message
+   */
+  #kept(message) {
+    const key = this.#checkKey(message);
+    const kept = this.checks.get(key);
+    if (!kept) return undefined;
+    if (kept.value?.state === "unchecked" && kept.keys !== this.#relayKeys()) {
+      this.checks.delete(key);
+      return undefined;
+    }
+    return kept;
+  }
+
+  /** The relay participant of the user who wrote a message (its `tablerelay.participant` flag), or null. */
+  #participantOf(/** @type {ChatMessage.Implementation} */ message) {
+    /** @type {any} v12+ hands the author as a User, the harness as its id */
+    const author = message.author;
+    const id = typeof author === "string" ? author : author?.id;
+    /** @type {User.Stored[]} */
+    const users = this.game.users.contents;
+    const participant = users.find((u) => u.id === id)?.getFlag(MODULE_ID, "participant");
+    return typeof participant === "string" ? participant : null;
+  }
+
+  /**
+   * The relay's public keys: from this client's welcome when it has one, else from the relay's published key
+   * set (a player without a token can still check); null when neither is reachable.
+   * @returns {Promise<Map<string, { x: Uint8Array }>|null>}
+   */
+  #relayKeys() {
+    const client = this.client;
+    const source = client?.you ? client.keys : relayAddress(this.setting("relayUrl"));
+    const kept = this.keys;
+    // Keys that could not be had are asked for again after a while, not at every message.
+    if (kept?.source === source && !(kept.failed !== undefined && Date.now() - kept.failed > UNCHECKED_RETRY_MS)) return kept.keys;
+    /** @type {Promise<Map<string, { x: Uint8Array }>|null>} */
+    let keys;
+    if (Array.isArray(source)) keys = relayKeys(source);
+    else if (source) keys = this.#fetchKeys(String(source));
+    else keys = Promise.resolve(null);
+    /** @type {NonNullable<TableRelayModule["keys"]>} */
+    const made = { source, keys };
+    this.keys = made;
+    void keys.then((found) => {
+      if (!found) made.failed = Date.now();
+    });
+    return keys;
+  }
+
+  /** The relay's /.well-known/tablerelay-keys.json, beside its socket's address. */
+  async #fetchKeys(/** @type {string} */ socket) {
+    const url = new URL(".well-known/tablerelay-keys.json", socket.replace(/^ws/, "http"));
+    try {
+      const response = await globalThis.fetch(url);
+      return response.ok ? await relayKeys(await response.json()) : null;
+    } catch {
+      return null;
+    }
   }
 
   // ---- chat commands ----------------------------------------------------------------------------------

@@ -535,6 +535,15 @@ export class FoundryClient {
     return this.Hooks.call("chatMessage", {}, text, {});
   }
 
+  /**
+   * What this user's screen shows for a message once the module's check of it has ended: the mark is drawn
+   * when the check ends (in Foundry, into the rendered element; here the render is simply made again).
+   */
+  async renderedChecked(message) {
+    await this.module?.verdict(message);
+    return this.rendered(message);
+  }
+
   /** What this user's screen shows for a message: its HTML after the render hook. */
   rendered(message) {
     const element = { innerHTML: `<div class="message-content">${message.content}</div>`, parts: [] };

@@ -13,18 +13,16 @@ import { closeAll, createRoom, server, until } from "../../js/test/helpers.mjs";
 import { CommandError, parseCommand } from "../scripts/commands.mjs";
 import { RelayUnavailable } from "../scripts/fulfillment.mjs";
 import { TableRelayModule } from "../scripts/module.mjs";
-import { FALLBACK, FALLBACK_KEYS, connectionFormHTML, markHTML, panelHTML, sealedCardHTML } from "../scripts/ui.mjs";
+import { connectionFormHTML, markHTML, panelHTML, sealedCardHTML } from "../scripts/ui.mjs";
 import { World } from "./harness.mjs";
 import { HarnessLocalization, MODULE_ROOT, flatten, manifestLanguages, placeholders, readTranslations } from "./localization.mjs";
 
 const SCRIPTS = resolve(MODULE_ROOT, "scripts");
 const EN = flatten(readTranslations(resolve(MODULE_ROOT, "lang", "en.json")));
-// ui.mjs's English copy of its strings names every key it holds: it is left out of what counts as a use.
-const FALLBACK_TABLE = /\nconst ENGLISH = Object\.freeze\(\{\n[\s\S]*?\n\}\);\n/;
 const sources = Object.fromEntries(
   readdirSync(SCRIPTS)
     .filter((name) => name.endsWith(".mjs"))
-    .map((name) => [name, readFileSync(join(SCRIPTS, name), "utf8").replace(FALLBACK_TABLE, "\n")]),
+    .map((name) => [name, readFileSync(join(SCRIPTS, name), "utf8")]),
 );
 
 /** Every TABLERELAY key written literally in the scripts. */
@@ -118,14 +116,6 @@ describe("lang/en.json and the scripts", () => {
     }
   });
 
-  test("ui.mjs's English fallback (for a page without Foundry) is en.json's", () => {
-    assert.match(readFileSync(join(SCRIPTS, "ui.mjs"), "utf8"), FALLBACK_TABLE);
-    assert.doesNotMatch(sources["ui.mjs"], /const ENGLISH/);
-    const used = keysIn({ "ui.mjs": sources["ui.mjs"] });
-    assert.deepEqual([...FALLBACK_KEYS].sort(), [...used].sort(), "the fallback has exactly ui.mjs's keys");
-    for (const key of FALLBACK_KEYS) assert.equal(FALLBACK.localize(key), EN[key], key);
-  });
-
   test("at run time every string is given the data its placeholders need (all the HTML's variants)", async () => {
     const strict = new HarnessLocalization({ lang: "en" });
     await strict.initialize();
@@ -134,19 +124,20 @@ describe("lang/en.json and the scripts", () => {
       rendered.push(sealedCardHTML({ seq: 1, visibility, actor: { name: "Aria" }, commitment: "ab".repeat(32) }, strict));
     }
     rendered.push(sealedCardHTML({ seq: 1, visibility: "gm" }, strict));
+    const reasons = Object.keys(EN)
+      .filter((key) => key.startsWith("TABLERELAY.Check."))
+      .map((key) => ({ key, data: Object.fromEntries(placeholders(EN[key]).map((name) => [name, "x"])) }))
+      .map((reason) => (Object.keys(reason.data).length ? reason : { key: reason.key }));
     const marks = [
-      undefined,
-      { via: false },
-      { via: false, reason: "why" },
-      { via: true, seq: 3, verified: false },
-      { via: true, seq: 3, verified: false, verifyError: "bad" },
-      { via: true, seq: 3, revealed: 4, sealMatches: false },
-      { via: true, seq: 3, verified: true },
-      { via: true, seqs: [3, 4] },
-      { via: true, seq: 3, revealed: 4, sealMatches: true, verified: true },
-      { via: true, seq: 3, revealed: 4, sealMatches: null },
+      [{ state: "not-relay" }, undefined],
+      [{ state: "not-relay", reason: "why" }, { via: false, reason: "why" }],
+      ...reasons.map((reason) => [{ state: "failed", reason, seqs: [3] }, { via: true, seq: 3 }]),
+      ...reasons.map((reason) => [{ state: "unchecked", reason, seqs: [3, 4] }, { via: true, seqs: [3, 4] }]),
+      [{ state: "checking" }, { via: true, seq: 3 }],
+      [{ state: "verified", seqs: [3] }, { via: true, seq: 3 }],
+      [{ state: "verified", seqs: [3] }, { via: true, seq: 3, revealed: 4 }],
     ];
-    for (const flags of marks) rendered.push(markHTML(flags, { showVerified: true }, strict));
+    for (const [verdict, flags] of marks) rendered.push(markHTML(verdict, flags, { showVerified: true }, strict));
     for (const status of ["open", "connecting", "reconnecting", "closed", "idle"]) {
       for (const isGM of [true, false]) {
         rendered.push(panelHTML({ fear: 2, hope: { p1: 3 } }, { isGM, status, names: { p1: "Aria" } }, strict));
@@ -158,8 +149,6 @@ describe("lang/en.json and the scripts", () => {
       }
     }
     for (const html of rendered) assert.doesNotMatch(html, /TABLERELAY\.|undefined/);
-    // The same, through the English fallback: the same HTML.
-    assert.equal(sealedCardHTML({ seq: 1, visibility: "blind", actor: { name: "Aria" }, commitment: "ab".repeat(32) }), rendered[1]);
     for (const line of ["/tr", "/tr a.b x=1 x=2", "/tr a.b system=c.d", '/tr a.b t=["x', `/tr 1d4 # ${"x".repeat(201)}`]) {
       assert.throws(() => parseCommand(line), (err) => err instanceof CommandError && !/TABLERELAY\./.test(strict.format(err.key, err.data)));
     }
@@ -317,11 +306,11 @@ describe("a world in another language", () => {
     const card = w.messages.find((m) => m.flags.tablerelay?.seq === hidden.seq && m.flags.tablerelay.sealed);
     data.add(hidden.commitment).add(hidden.commitment.slice(0, 16));
     shown.push(...visible(card.content));
-    for (const m of w.messages) shown.push(...visible(gm.rendered(m)));
+    for (const m of w.messages) shown.push(...visible(await gm.renderedChecked(m)));
     await gm.module.api.reveal(hidden.seq);
     await until(() => w.messages.some((m) => m.flags.tablerelay?.revealed), 4000, "the reveal");
-    for (const m of w.messages) shown.push(...visible(aria.rendered(m)));
-    assert.ok(shown.some((s) => s.includes(pseudo("revealed ✓ matches its seal"))), "the reveal's mark is there");
+    for (const m of w.messages) shown.push(...visible(await aria.renderedChecked(m)));
+    assert.ok(shown.some((s) => s.includes(pseudo("revealed ✓ matches its seal · signed ✓"))), "the reveal's mark is there");
 
     // Notifications: a bad address, a broken command, an error from the API.
     await gm.as(() => gm.module.saveConnection({ relayUrl: "ftp://nowhere" }));
@@ -342,7 +331,7 @@ describe("a world in another language", () => {
     const roll = fallback.newRoll("1d20");
     await fallback.as(() => roll.evaluate());
     const message = await fallback.as(() => fallback.ChatMessage.create({ content: "", rolls: [JSON.stringify(roll.toJSON())] }));
-    const shown = [...fallback.notifications.map(([, text]) => text), ...visible(fallback.rendered(message)), message.flags.tablerelay.reason];
+    const shown = [...fallback.notifications.map(([, text]) => text), ...visible(await fallback.renderedChecked(message)), message.flags.tablerelay.reason];
     assert.ok(fallback.notifications.some(([level]) => level === "warn"));
 
     const r = world("xx", pseudo);

@@ -143,7 +143,7 @@ describe("dice fulfillment", () => {
     assert.ok(gm.notifications.some(([level, text]) => level === "warn" && /not via relay/.test(text)), JSON.stringify(gm.notifications));
     const message = await gm.as(() => gm.ChatMessage.create({ content: "", rolls: [JSON.stringify(roll.toJSON())] }));
     assert.equal(message.flags.tablerelay.via, false, "the message says its dice are not the relay's");
-    assert.match(gm.rendered(message), /not via relay/);
+    assert.match(await gm.renderedChecked(message), /not via relay/);
   });
 
   test("an unreachable relay refuses the roll when the world says so", async () => {
@@ -174,7 +174,7 @@ describe("relay events become chat messages", () => {
     assert.deepEqual(message.whisper, []);
     assert.equal(message.rolls[0].total, event.result.total, "the message's roll is the relay's");
     assert.match(message.flavor, /Knockback/);
-    assert.match(gm.rendered(message), /signed ✓ #/);
+    assert.match(await gm.renderedChecked(message), /signed ✓ #/);
     // The flags hold what checks the message later, offline: key id, signature and the exact signed bytes.
     const flags = message.flags.tablerelay;
     assert.equal(flags.verified, true);
@@ -269,7 +269,7 @@ describe("relay events become chat messages", () => {
     assert.equal(message.flags.tablerelay.sealMatches, true, "the reveal matches the commitment");
     assert.equal(message.flags.tablerelay.verified, true, "the reveal's signature verifies");
     assert.equal(message.rolls[0].total, event.result.total);
-    assert.match(gm.rendered(message), /matches its seal/);
+    assert.match(await gm.renderedChecked(message), /matches its seal/);
     assert.deepEqual(world.visibleTo("Player0000000002").filter((m) => m === message).length, 1);
   });
 
@@ -292,6 +292,132 @@ describe("relay events become chat messages", () => {
     assert.equal(byFlag(world, first.seq).length, 1, "the first roll is not posted again");
     assert.equal(byFlag(world, missed.seq).length, 1);
     assert.equal(again.module.client.you.id, gm.module.client.you.id, "the same participant after the reload");
+  });
+});
+
+describe("every client checks the marks itself", () => {
+  /** A fresh room, and a world whose GM and two players are connected to it. */
+  async function threeAtTable() {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    const brom = await foundry(world, "Player0000000002", { token: room.player });
+    return { room, world, gm, aria, brom };
+  }
+
+  /** A Foundry roll of `formula` by `client`, evaluated through the relay and posted as Foundry would. */
+  async function foundryRoll(client, formula) {
+    const roll = client.newRoll(formula);
+    await client.as(() => roll.evaluate());
+    return client.as(() => client.ChatMessage.create({ content: "", rolls: [JSON.stringify(roll.toJSON())] }));
+  }
+
+  /** A message `client` creates as a macro would: any content, rolls and flags it likes. */
+  function forge(client, original, changes = {}) {
+    const rolls = original.rolls.map((r) => JSON.stringify(r.toJSON ? r.toJSON() : r._json));
+    return client.as(() => client.ChatMessage.create({ content: original.content, rolls, flags: structuredClone(original.flags), ...changes }));
+  }
+
+  /** A roll's JSON with its first die's first result set to `value` (its total left as it was). */
+  function withDie(message, value) {
+    const json = structuredClone(message.rolls[0]._json ?? message.rolls[0].toJSON());
+    json.terms.find((t) => t.class === "Die").results[0].result = value;
+    return JSON.stringify(json);
+  }
+
+  test("a relay roll and a Foundry roll with the relay's faces check out on every other client", async () => {
+    const { room, world, gm, aria, brom } = await threeAtTable();
+    const outsider = await connect(room.player);
+    const event = await outsider.roll({ system: "dice", formula: "4d6kh3 + 1d8x" });
+    await until(() => byFlag(world, event.seq).length === 1, 4000, "the relay roll's message");
+    const [posted] = byFlag(world, event.seq);
+    const own = await foundryRoll(aria, "2d20kh + 1d6 + 3");
+    for (const viewer of [gm, aria, brom]) {
+      assert.deepEqual(await viewer.module.api.check(posted), { state: "verified", seqs: [event.seq] });
+      assert.deepEqual(await viewer.module.api.check(own), { state: "verified", seqs: own.flags.tablerelay.seqs });
+      assert.match(await viewer.renderedChecked(own), /signed ✓ #/);
+    }
+  });
+
+  test("a player's macro cannot wear the relay's mark: changed dice, a missing signature, a copy, another's faces", async () => {
+    const { world, gm, aria, brom } = await threeAtTable();
+    const event = await gm.module.api.roll({ system: "dice", formula: "1d20 + 4" });
+    await until(() => byFlag(world, event.seq).length === 1, 4000, "the relay roll's message");
+    const [real] = byFlag(world, event.seq);
+    const die = event.result.dice[0].value;
+    const better = die === 20 ? 19 : 20;
+    const seen = async (message) => [await gm.renderedChecked(message), await brom.renderedChecked(message)];
+
+    const reason = async (message) => {
+      const verdict = await brom.module.api.check(message);
+      assert.equal(verdict.state, "failed");
+      return brom.game.i18n.format(verdict.reason.key, verdict.reason.data ?? {});
+    };
+
+    // The relay's signed flags on a roll whose die was changed (its total with it).
+    const changed = await forge(aria, real, { rolls: [withDie(real, better)] });
+    for (const html of await seen(changed)) assert.match(html, /tablerelay-failed.*do not trust this roll/);
+    assert.equal(await reason(changed), `it shows a d20 of ${better} that the relay did not roll`);
+    // Only the total changed: a modifier added on the way.
+    const json = JSON.parse(JSON.stringify(real.rolls[0]._json));
+    json.total += 10;
+    const padded = await forge(aria, real, { rolls: [JSON.stringify(json)] });
+    assert.equal(await reason(padded), `it shows a total of ${event.result.total + 10}; the relay's is ${event.result.total}`);
+    // The poster's own word for it, with no signature, for a seq nobody showed yet.
+    const { kid, sig, signed, ...unsigned } = real.flags.tablerelay;
+    void kid, void sig, void signed;
+    const claimed = await forge(aria, real, { rolls: [withDie(real, better)], flags: { tablerelay: { ...unsigned, seq: event.seq + 50, verified: true } } });
+    for (const html of await seen(claimed)) assert.match(html, /do not trust this roll: it carries no signature of the relay/);
+    // A copy of the real message: the real dice, signed, shown a second time.
+    const copy = await forge(aria, real);
+    assert.deepEqual(await brom.module.api.check(copy), { state: "verified", seqs: [event.seq] }, "its signature and dice are the relay's");
+    for (const html of await seen(copy)) assert.match(html, new RegExp(`do not trust this roll: an earlier message already shows this relay event #${event.seq}<`));
+    assert.match(await gm.renderedChecked(real), /signed ✓/, "the original keeps its mark");
+
+    // Aria's Foundry roll, reposted by Brom as his own.
+    const own = await foundryRoll(aria, "1d12");
+    assert.match(await gm.renderedChecked(own), /signed ✓/);
+    const theirs = await forge(brom, own);
+    assert.equal(theirs.author, "Player0000000002");
+    assert.match(await reason(theirs), new RegExp(`relay event #${own.flags.tablerelay.seqs[0]} was rolled by Aria`));
+    assert.match(await gm.renderedChecked(theirs), /tablerelay-failed/, "and it shows faces another message already shows");
+    // Dice that never went to the relay, under a Foundry roll's flags with no faces.
+    const typed = await forge(brom, own, { rolls: [withDie(own, 7)], flags: { tablerelay: { via: true, seqs: [], room: own.flags.tablerelay.room, epoch: own.flags.tablerelay.epoch } } });
+    assert.match(await gm.renderedChecked(typed), /it shows a d12 of 7 that the relay did not roll/);
+    assert.doesNotMatch(await gm.renderedChecked(typed), /✓/);
+  });
+
+  test("a die set to another method makes the roll say it is not the relay's", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const aria = await foundry(world, "Player0000000001", { token: room.player });
+    aria.diceConfiguration = { d20: "manual" };
+    const message = await foundryRoll(aria, "1d20 + 1d6");
+    assert.equal(message.flags.tablerelay.via, false);
+    assert.match(message.flags.tablerelay.reason, /not rolled by the relay: d20 \(manual\)/);
+    assert.match(await gm.renderedChecked(message), /not via relay/);
+  });
+
+  test("a browser with no token checks with the relay's published keys; a relay that does not answer leaves it unchecked", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const guest = await foundry(world, "Player0000000002", {});
+    const event = await gm.module.api.roll({ system: "dice", formula: "3d6" });
+    await until(() => byFlag(world, event.seq).length === 1, 4000, "the message");
+    const [message] = byFlag(world, event.seq);
+    assert.equal(guest.module.connected, false);
+    assert.deepEqual(await guest.module.api.check(message), { state: "verified", seqs: [event.seq] });
+
+    const away = table();
+    const lost = await foundry(away, "GMuser0000000001", { token: "x", url: "ws://127.0.0.1:9/ws", wait: false });
+    const copied = await lost.as(() => lost.ChatMessage.create({ content: "", rolls: message.rolls.map((r) => JSON.stringify(r._json)), flags: structuredClone(message.flags) }));
+    const verdict = await lost.module.api.check(copied);
+    assert.equal(verdict.state, "unchecked");
+    assert.match(await lost.renderedChecked(copied), /relay, not checked here/);
+    assert.doesNotMatch(await lost.renderedChecked(copied), /✓/);
   });
 });
 

@@ -115,7 +115,7 @@ describe("who posts, who sees", () => {
 
   test("a sealed event becomes a public card with no roll in it", () => {
     const sealed = { kind: "roll", seq: 4, epoch: "e", visibility: "gm", sealed: true, commitment: "ab".repeat(32), actor: { id: "gm-1", name: "GM" } };
-    const [card] = rollMessages(sealed, { room: "r", users, roll: null });
+    const [card] = rollMessages(sealed, { room: "r", users, roll: null, i18n: english });
     assert.deepEqual(card.whisper, []);
     assert.equal(card.rolls, undefined);
     assert.equal(card.flags.tablerelay.sealed, true);
@@ -127,15 +127,24 @@ describe("who posts, who sees", () => {
 const term = (number, faces, denomination = `d${faces}`) => ({ number, faces, denomination, results: [] });
 
 describe("marks", () => {
-  test("a failed signature or seal is shown loud whatever the setting; the rest only when asked", () => {
+  test("a failed check is shown loud whatever the setting; the rest only when asked", () => {
     const quiet = { showVerified: false };
-    assert.match(markHTML({ via: true, seq: 3, verified: false, verifyError: "bad sig" }, quiet), /signature does not verify.*#3/);
-    assert.match(markHTML({ via: true, seqs: [4], signatures: [{ verified: false }] }, quiet), /do not trust/);
-    assert.match(markHTML({ via: true, seq: 3, revealed: 5, sealMatches: false, verified: true }, quiet), /does not match its seal/);
-    assert.equal(markHTML({ via: true, seq: 3, verified: true }, quiet), "");
-    assert.match(markHTML({ via: true, seq: 3, verified: true }, { showVerified: true }), /signed ✓ #3/);
-    assert.match(markHTML({ via: true, seqs: [7] }, { showVerified: true }), /relay #7/);
-    assert.match(markHTML(undefined, quiet), /not via relay/);
+    const loud = { showVerified: true };
+    const mark = (verdict, options, flags = {}) => markHTML(verdict, flags, options, english);
+    const failed = { state: "failed", reason: { key: "TABLERELAY.Check.Die", data: { faces: "20", value: "20" } }, seqs: [3] };
+    assert.match(mark(failed, quiet), /do not trust this roll: it shows a d20 of 20 that the relay did not roll #3/);
+    assert.match(mark({ state: "not-relay", reason: "offline" }, quiet), /not via relay/);
+    assert.match(mark({ state: "not-relay", reason: "offline" }, quiet), /title="[^"]*\(offline\)"/);
+    assert.equal(mark({ state: "verified", seqs: [3] }, quiet), "");
+    assert.match(mark({ state: "verified", seqs: [3] }, loud), /signed ✓ #3/);
+    assert.match(mark({ state: "verified", seqs: [3] }, loud, { revealed: 5 }), /revealed ✓ matches its seal · signed ✓ #3/);
+    assert.equal(mark({ state: "verified", seqs: [3] }, loud, { sealed: true }), "", "a sealed card says it all");
+    assert.equal(mark({ state: "unchecked", reason: { key: "TABLERELAY.Check.NoKeys" }, seqs: [7] }, quiet), "");
+    assert.match(mark({ state: "unchecked", reason: { key: "TABLERELAY.Check.NoKeys" }, seqs: [7] }, loud), /relay, not checked here #7/);
+    assert.doesNotMatch(mark({ state: "unchecked", seqs: [7] }, loud), /✓/, "an unchecked claim never looks checked");
+    assert.match(mark({ state: "checking" }, loud), /checking…/);
+    assert.equal(mark({ state: "checking" }, quiet), "");
+    assert.equal(mark({ state: "none" }, loud), "");
   });
 });
 

@@ -1,0 +1,301 @@
+// What each viewer checks for itself before a chat message shows the relay's mark.
+//
+// A message's `flags.tablerelay` are written by the client that posted it, so they are a claim, not a proof:
+// any user may create a message with any flags (a macro is enough), and a player's own client builds the flags
+// of its own Foundry rolls. So every client that shows a message checks the claim with what only the relay
+// can make: the signatures the flags carry, with the relay's keys this client got itself; the signed events
+// must be the ones the flags name, in this room; and the dice the message shows must be the dice the relay
+// signed. Pure, apart from the signature check's WebCrypto: the module gives it the keys and what it knows
+// of the other messages.
+
+import { decodeMsgpack, ed25519Verify, importKeys, verifyCommitment } from "./client.mjs";
+import { resultFor } from "./fulfillment.mjs";
+
+const DOMAIN = new TextEncoder().encode("tablerelay-event-v1\0");
+const textDecoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A viewer's verdict on a message.
+ * - `verified`: every claim checked out against the relay's signatures.
+ * - `failed`: something does not match: `reason` says what. Shown to everyone, always.
+ * - `unchecked`: this client cannot check (no keys: not connected, or the relay does not sign).
+ * - `not-relay`: the message says its dice are not the relay's (a fallback roll, or no relay flags at all).
+ * - `none`: a Foundry roll of no dice: nothing to vouch for.
+ * A reason is a sentence of lang/*.json (its key and placeholders), worded by whoever shows it; a `not-relay`
+ * reason is the text the rolling client stored with the message.
+ * @typedef {{ key: string, data?: Record<string, string> }} Reason
+ * @typedef {{ state: "verified"|"failed"|"unchecked"|"not-relay"|"none", reason?: Reason|string, seqs?: number[] }} Verdict
+ */
+
+/** @param {string} key @param {Record<string, string|number>} [data] @returns {Reason} */
+function why(key, data) {
+  return data ? { key, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, String(v)])) } : { key };
+}
+
+/**
+ * One signed event in the form a message's flags keep it.
+ * @typedef {{ seq?: number, kid?: string, sig?: string, signed?: string }} StoredSignature
+ */
+
+/** @param {string} text */
+function fromBase64(text) {
+  const binary = globalThis.atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/**
+ * The room id and the event inside signed bytes (spec/signing.md: the domain, the room id, a zero byte,
+ * the canonical event), or null when the bytes are not of that form.
+ * @param {Uint8Array} bytes
+ * @returns {{ room: string, event: Record<string, any> } | null}
+ */
+export function openSigned(bytes) {
+  if (bytes.length <= DOMAIN.length || DOMAIN.some((b, i) => bytes[i] !== b)) return null;
+  const end = bytes.indexOf(0, DOMAIN.length);
+  if (end < 0) return null;
+  try {
+    const room = textDecoder.decode(bytes.subarray(DOMAIN.length, end));
+    const event = decodeMsgpack(bytes.subarray(end + 1));
+    if (event === null || typeof event !== "object" || Array.isArray(event)) return null;
+    return { room, event: /** @type {Record<string, any>} */ (event) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Check one stored signature with the relay's keys; the event it signs, or why not.
+ * @param {StoredSignature} stored
+ * @param {Map<string, { x: Uint8Array }>} keys
+ * @returns {Promise<{ room: string, event: Record<string, any> } | { reason: Reason }>}
+ */
+export async function openVerified(stored, keys) {
+  if (typeof stored?.kid !== "string" || typeof stored.sig !== "string" || typeof stored.signed !== "string") {
+    return { reason: why("TABLERELAY.Check.NoSignature") };
+  }
+  const key = keys.get(stored.kid);
+  if (!key) return { reason: why("TABLERELAY.Check.UnknownKey", { kid: stored.kid.slice(0, 16) }) };
+  let sig, bytes;
+  try {
+    sig = fromBase64(stored.sig);
+    bytes = fromBase64(stored.signed);
+  } catch {
+    return { reason: why("TABLERELAY.Check.Unreadable") };
+  }
+  if (sig.length !== 64) return { reason: why("TABLERELAY.Check.Unreadable") };
+  let ok = false;
+  try {
+    ok = await ed25519Verify(key.x, sig, bytes);
+  } catch {
+    ok = false;
+  }
+  if (!ok) return { reason: why("TABLERELAY.Check.BadSignature") };
+  const opened = openSigned(bytes);
+  return opened ?? { reason: why("TABLERELAY.Check.NotAnEvent") };
+}
+
+/**
+ * The faces a result's dice show, by number of faces: an exploded chain shows each face it rolled.
+ * @param {Array<Record<string, any>>} dice  a result's `dice` (docs/rules.md)
+ * @returns {Array<{ faces: number, value: number }>}
+ */
+export function signedFaces(dice) {
+  /** @type {Array<{ faces: number, value: number }>} */
+  const out = [];
+  for (const die of Array.isArray(dice) ? dice : []) {
+    const faces = Number(die?.faces);
+    const values = Array.isArray(die?.chain) ? die.chain : Array.isArray(die?.compounded) ? die.compounded : [die?.value];
+    for (const value of values) out.push({ faces, value: Number(value) });
+  }
+  return out;
+}
+
+/**
+ * Every die result a message's rolls show, with the term it belongs to (Foundry's Roll#dice: nested terms
+ * included).
+ * @param {Array<any>} rolls  a ChatMessage's `rolls` (Roll instances)
+ * @returns {Array<{ term: any, faces: number, result: number }>}
+ */
+export function shownDice(rolls) {
+  const out = [];
+  for (const roll of rolls ?? []) {
+    for (const term of roll?.dice ?? []) {
+      for (const r of term?.results ?? []) out.push({ term, faces: Number(term.faces), result: Number(r?.result) });
+    }
+  }
+  return out;
+}
+
+/**
+ * Do the shown dice match the relay's faces one for one? Each shown result takes one unused face of its
+ * size that gives that result (`map` turns a face into what its term shows: a Fate die's −1/0/+1).
+ * @param {Array<{ term: any, faces: number, result: number }>} shown
+ * @param {Array<{ faces: number, value: number }>} faces
+ * @param {(term: any, face: number) => number} map
+ * @returns {Reason|null} why not, or null when they match
+ */
+export function matchDice(shown, faces, map) {
+  const unused = [...faces];
+  for (const die of shown) {
+    const i = unused.findIndex((f) => f.faces === die.faces && map(die.term, f.value) === die.result);
+    if (i < 0) return why("TABLERELAY.Check.Die", { faces: die.faces, value: die.result });
+    unused.splice(i, 1);
+  }
+  // A face rolled and not shown is a roll made again and kept quiet.
+  if (unused.length) return why("TABLERELAY.Check.Unshown", { count: unused.length });
+  return null;
+}
+
+/**
+ * Does a signed event belong to this message: the room, the epoch and the seq its flags name?
+ * @param {{ room: string, event: Record<string, any> }} opened
+ * @param {{ room?: string, epoch?: string }} flags
+ * @param {number|undefined} seq
+ */
+function belongs(opened, flags, seq) {
+  if (opened.room !== flags.room) return why("TABLERELAY.Check.OtherRoom", { room: opened.room.slice(0, 24) });
+  if (opened.event.epoch !== flags.epoch) return why("TABLERELAY.Check.OtherEpoch");
+  if (seq !== undefined && opened.event.seq !== seq) return why("TABLERELAY.Check.OtherSeq", { signed: Number(opened.event.seq), seq });
+  return null;
+}
+
+/**
+ * A viewer's check of one message.
+ * @param {{ flags: Record<string, any>|undefined, rolls: Array<any>, authorParticipant: string|null }} message
+ * @param {{ keys: Map<string, { x: Uint8Array }>|null }} viewer  the relay's keys (null: none known here)
+ * @returns {Promise<Verdict>}
+ */
+export async function checkMessage({ flags, rolls, authorParticipant }, { keys }) {
+  if (!flags || flags.via !== true) return { state: "not-relay", reason: typeof flags?.reason === "string" ? flags.reason : undefined };
+  const seqs = Array.isArray(flags.seqs) ? flags.seqs.map(Number) : flags.seq !== undefined ? [Number(flags.seq)] : [];
+  if (!keys) return { state: "unchecked", reason: why("TABLERELAY.Check.NoKeys"), seqs };
+  if (keys.size === 0) return { state: "unchecked", reason: why("TABLERELAY.Check.NotSigning"), seqs };
+  const fail = (/** @type {Reason} */ reason) => /** @type {Verdict} */ ({ state: "failed", reason, seqs });
+  if (Array.isArray(flags.seqs)) {
+    const shown = shownDice(rolls);
+    // A Foundry roll whose faces the relay rolled: every faces event signed, this roller's, and every die shown.
+    const signatures = Array.isArray(flags.signatures) ? flags.signatures : [];
+    if (!seqs.length && !shown.length) return { state: "none" }; // a roll of no dice: nothing to vouch for
+    if (signatures.length !== seqs.length) return fail(why("TABLERELAY.Check.NotAllSigned"));
+    /** @type {Array<{ faces: number, value: number }>} */
+    const faces = [];
+    for (const [i, stored] of signatures.entries()) {
+      const opened = await openVerified(stored, keys);
+      if ("reason" in opened) return fail(opened.reason);
+      const wrong = belongs(opened, flags, seqs[i]);
+      if (wrong) return fail(wrong);
+      const event = opened.event;
+      if (event.kind !== "roll" || event.sealed === true || event.result?.system !== "faces") return fail(why("TABLERELAY.Check.NotFaces", { seq: seqs[i] }));
+      // The faces of one player's roll are theirs alone: another's, reused, would be a roll they did not make.
+      if (authorParticipant && event.actor?.id !== authorParticipant) return fail(why("TABLERELAY.Check.OtherRoller", { seq: seqs[i], name: String(event.actor?.name ?? "?") }));
+      faces.push(...signedFaces(event.result.dice));
+    }
+    const mismatch = matchDice(shown, faces, resultFor);
+    return mismatch ? fail(mismatch) : { state: "verified", seqs };
+  }
+
+  if (flags.revealed !== undefined) {
+    // A sealed roll, opened: the reveal is signed, reveals this seq, and its blob holds the dice shown.
+    const opened = await openVerified(flags, keys);
+    if ("reason" in opened) return fail(opened.reason);
+    const wrong = belongs(opened, flags, Number(flags.revealed));
+    if (wrong) return fail(wrong);
+    const reveal = opened.event;
+    if (reveal.kind !== "reveal" || reveal.of !== Number(flags.seq)) return fail(why("TABLERELAY.Check.NotReveal", { seq: Number(flags.seq) }));
+    if (typeof flags.commitment === "string" && !(await verifyCommitment(reveal.nonce, reveal.blob, flags.commitment))) {
+      return fail(why("TABLERELAY.Check.SealMismatch"));
+    }
+    let body;
+    try {
+      body = /** @type {Record<string, any>} */ (decodeMsgpack(reveal.blob));
+    } catch {
+      return fail(why("TABLERELAY.Check.NotAnEvent"));
+    }
+    return checkResult(body?.result, rolls, seqs, fail);
+  }
+
+  // A relay event posted as it came: a sealed card (no dice), or the roll with the relay's dice.
+  const opened = await openVerified(flags, keys);
+  if ("reason" in opened) return fail(opened.reason);
+  const wrong = belongs(opened, flags, Number(flags.seq));
+  if (wrong) return fail(wrong);
+  const event = opened.event;
+  if (event.kind !== "roll") return fail(why("TABLERELAY.Check.NotRoll", { seq: Number(flags.seq) }));
+  if (flags.sealed === true || event.sealed === true) {
+    if (event.sealed !== true || flags.sealed !== true) return fail(why("TABLERELAY.Check.NotSealed"));
+    if ((rolls ?? []).length) return fail(why("TABLERELAY.Check.SealedDice"));
+    if (typeof flags.commitment === "string" && flags.commitment !== event.commitment) return fail(why("TABLERELAY.Check.OtherSeal"));
+    return { state: "verified", seqs };
+  }
+  return checkResult(event.result, rolls, seqs, fail);
+}
+
+/**
+ * The roll a relay event became, against its signed result: the same dice and, where the rules gave one, the
+ * same total (the relay's rendering is one Foundry Roll; docs/renderers.md promises both).
+ * @param {Record<string, any>|undefined} result
+ * @param {Array<any>} rolls
+ * @param {number[]} seqs
+ * @param {(reason: Reason) => Verdict} fail
+ * @returns {Verdict}
+ */
+function checkResult(result, rolls, seqs, fail) {
+  if (!result || !Array.isArray(result.dice)) return fail(why("TABLERELAY.Check.NotAnEvent"));
+  if ((rolls ?? []).length !== 1) return fail(why("TABLERELAY.Check.RollCount", { count: (rolls ?? []).length }));
+  if (typeof result.total === "number" && Number(rolls[0].total) !== result.total) {
+    return fail(why("TABLERELAY.Check.Total", { shown: Number(rolls[0].total), signed: result.total }));
+  }
+  const mismatch = matchDice(shownDice(rolls), signedFaces(result.dice), (_term, value) => value);
+  return mismatch ? fail(mismatch) : { state: "verified", seqs };
+}
+
+/**
+ * What a message claims to show, one key per relay event and form: a roll is shown once, except that a
+ * hidden roll's audience gets it whispered while everyone else gets its sealed card (two forms of one event),
+ * and the faces of a Foundry roll belong to that roll alone.
+ * @param {Record<string, any>|undefined} flags
+ * @returns {string[]}
+ */
+export function claims(flags) {
+  if (!flags || flags.via !== true) return [];
+  const at = `${flags.room}:${flags.epoch}:`;
+  if (Array.isArray(flags.seqs)) return flags.seqs.map((/** @type {number} */ s) => `${at}${s}:faces`);
+  if (flags.seq === undefined) return [];
+  return [`${at}${flags.seq}:${flags.sealed === true ? "sealed" : "open"}`];
+}
+
+/**
+ * The relay events this message shows that an earlier message of the chat already showed (a copy, or a
+ * Foundry roll's faces used twice), by seq; empty when none.
+ * @param {{ id: string, flags: Record<string, any>|undefined }} message
+ * @param {Iterable<{ id: string, flags: Record<string, any>|undefined }>} messages  the chat, oldest first
+ * @returns {number[]}
+ */
+export function shownBefore(message, messages) {
+  const mine = new Set(claims(message.flags));
+  if (!mine.size) return [];
+  /** @type {number[]} */
+  const repeated = [];
+  for (const other of messages) {
+    if (other.id === message.id) break;
+    for (const claim of claims(other.flags)) {
+      if (mine.has(claim)) repeated.push(Number(claim.split(":").at(-2)));
+    }
+  }
+  return [...new Set(repeated)].sort((a, b) => a - b);
+}
+
+/**
+ * The relay's keys as the check needs them, from a JWK Set or list (the welcome's `keys`).
+ * @param {import("./client.mjs").KeySet} keys
+ */
+export function relayKeys(keys) {
+  return importKeys(keys);
+}
+
+/** A failed verdict for a message that shows relay events an earlier message already showed. */
+export function shownTwice(/** @type {number[]} */ seqs) {
+  return /** @type {Verdict} */ ({ state: "failed", reason: why("TABLERELAY.Check.ShownBefore"), seqs });
+}
