@@ -129,6 +129,30 @@ export function shownDice(rolls) {
 }
 
 /**
+ * Every die result in rolls' data (Roll#toJSON), nested terms included: the dice of pools, parentheses and
+ * functions (`rolls`, `roll`), computed numbers and faces (`_number`, `_faces`). Read from the data rather
+ * than from Roll#dice, so what is compared is what the relay's rendering holds, whatever term classes the
+ * Foundry it runs in builds from it.
+ * @param {Array<any>} rolls
+ * @returns {Array<{ term: any, faces: number, result: number }>}
+ */
+export function renderedDice(rolls) {
+  /** @type {Array<{ term: any, faces: number, result: number }>} */
+  const out = [];
+  /** @param {any} node */
+  const walk = (node) => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (node === null || typeof node !== "object") return;
+    if (typeof node.faces === "number" && Array.isArray(node.results)) {
+      for (const r of node.results) out.push({ term: node, faces: node.faces, result: Number(r?.result) });
+    }
+    for (const key of ["terms", "rolls", "roll", "_number", "_faces"]) walk(node[key]);
+  };
+  for (const roll of rolls ?? []) walk(typeof roll?.toJSON === "function" ? roll.toJSON() : roll);
+  return out;
+}
+
+/**
  * Do the shown dice match the relay's faces one for one? Each shown result takes one unused face of its
  * size that gives that result (`map` turns a face into what its term shows: a Fate die's −1/0/+1).
  * @param {Array<{ term: any, faces: number, result: number }>} shown
@@ -247,7 +271,7 @@ function checkResult(result, rolls, seqs, fail) {
   if (typeof result.total === "number" && Number(rolls[0].total) !== result.total) {
     return fail(why("TABLERELAY.Check.Total", { shown: Number(rolls[0].total), signed: result.total }));
   }
-  const mismatch = matchDice(shownDice(rolls), signedFaces(result.dice), (_term, value) => value);
+  const mismatch = matchDice(renderedDice(rolls), signedFaces(result.dice), (_term, value) => value);
   return mismatch ? fail(mismatch) : { state: "verified", seqs };
 }
 

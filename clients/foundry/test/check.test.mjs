@@ -43,7 +43,8 @@ const die = (faces, value) => ({ faces, value, kept: true });
 
 /** A Foundry Roll as far as the check reads it: its dice terms and their results, and its total. */
 function roll(terms, total) {
-  return { total, dice: terms.map(([faces, results, extra = {}]) => ({ faces, results: results.map((result) => ({ result, active: true })), ...extra })) };
+  const dice = terms.map(([faces, results, extra = {}]) => ({ faces, results: results.map((result) => ({ result, active: true })), ...extra }));
+  return { total, dice, terms: dice };
 }
 
 function rollEvent(seq, dice, total, more = {}) {

@@ -170,7 +170,10 @@ export class HarnessDie {
     }
   }
   toJSON() {
-    return { class: "Die", options: {}, evaluated: true, number: this.number, faces: this.faces, modifiers: this.modifiers, results: this.results };
+    const json = { class: "Die", options: {}, evaluated: true, number: this.number, faces: this.faces, modifiers: this.modifiers, results: this.results };
+    // A computed number or size ("(1d4)d6"): DiceTerm#toJSON adds the inner Roll's data, as _fromData read it.
+    if (this.computed) Object.assign(json, this.computed);
+    return json;
   }
 }
 
@@ -208,7 +211,11 @@ export class HarnessRoll {
     const roll = Object.create(HarnessRoll.prototype);
     Object.assign(roll, { formula: json.formula, data: {}, options: json.options ?? {}, _evaluated: true, _json: json });
     roll.terms = json.terms.map((t) =>
-      t.class === "Die" ? Object.assign(new HarnessDie({ number: t.number, faces: t.faces, modifiers: t.modifiers, results: t.results })) : { number: t.number ?? 0, toJSON: () => t },
+      t.class === "Die"
+        ? Object.assign(new HarnessDie({ number: t.number, faces: t.faces, modifiers: t.modifiers, results: t.results }), {
+            computed: Object.fromEntries(["_number", "_faces"].filter((k) => t[k]).map((k) => [k, t[k]])),
+          })
+        : { number: t.number ?? 0, toJSON: () => t },
     );
     Object.defineProperty(roll, "total", { value: json.total });
     return roll;

@@ -340,6 +340,29 @@ describe("every client checks the marks itself", () => {
     }
   });
 
+  test("every system's rolls and every kind of die the relay renders check out as posted", async () => {
+    const { world, gm, brom } = await threeAtTable();
+    const intents = [
+      { system: "drawsteel.power", characteristic: 2, edges: 1 },
+      { system: "drawsteel.ability", characteristics: { M: 2, A: 1 }, roll_with: "M", tiers: ["3 + M damage", "6 + M damage", "9 + M damage"] },
+      { system: "daggerheart.duality", modifier: 2, difficulty: 13 },
+      { system: "daggerheart.attack", modifier: 4 },
+      { system: "honors_edge.roll", pool: "6k3" },
+      { system: "honors_edge.skill", attribute: 2, skill: 1, tn: 15, assist_ranks: [2] },
+      { system: "honors_edge.damage", strength: 2, weapon: "+3k0" },
+      { system: "nexus.test", attribute_die: "d8", skill_rank: 2, difficulty: "hard", boons: 1 },
+      { system: "nexus.check", kind: "supply", die: "d8" },
+      ...["4d6kh3 + 2", "2d20kl", "6d6x", "3d6r1", "4dF", "2dc", "{1d8, 1d10}kh", "(1d4)d6", "8d10cs>6", "5d6x5dl2", "1d20 / 3"].map((formula) => ({ system: "dice", formula })),
+      ...["2d6!!", "3d6!p", "4d6ro<2", "3d10!>9"].map((formula) => ({ system: "dice", formula, dialect: "roll20" })),
+    ];
+    for (const intent of intents) {
+      const event = await gm.module.api.roll(intent);
+      await until(() => byFlag(world, event.seq).length === 1, 4000, `the message of ${JSON.stringify(intent)}`).catch((err) => assert.fail(`${err.message}: ${JSON.stringify(gm.notifications)}`));
+      const [message] = byFlag(world, event.seq);
+      assert.deepEqual(await brom.module.api.check(message), { state: "verified", seqs: [event.seq] }, JSON.stringify(intent));
+    }
+  });
+
   test("a player's macro cannot wear the relay's mark: changed dice, a missing signature, a copy, another's faces", async () => {
     const { world, gm, aria, brom } = await threeAtTable();
     const event = await gm.module.api.roll({ system: "dice", formula: "1d20 + 4" });
