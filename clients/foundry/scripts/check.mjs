@@ -240,7 +240,10 @@ export async function checkMessage({ flags, rolls, authorParticipant }, { keys }
     return checkResult(body?.result, rolls, seqs, fail);
   }
 
-  // A relay event posted as it came: a sealed card (no dice), or the roll with the relay's dice.
+  // A sealed card carries no signature (messages.mjs, sealedFlags: the poster's is the full form's) and shows
+  // no dice: nothing to vouch for until its reveal, which is checked.
+  if (flags.sealed === true && flags.sig === undefined) return (rolls ?? []).length ? fail(why("TABLERELAY.Check.SealedDice")) : { state: "none" };
+  // A relay event posted as it came: the roll with the relay's dice (or a card with a seal's signature).
   const opened = await openVerified(flags, keys);
   if ("reason" in opened) return fail(opened.reason);
   const wrong = belongs(opened, flags, Number(flags.seq));

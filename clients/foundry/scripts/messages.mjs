@@ -59,15 +59,29 @@ export const FLAG_SCOPE = "tablerelay";
  * @param {Partial<MessageFlags>} [extra]
  */
 export function eventFlags(event, room, extra = {}) {
-  /** @type {MessageFlags} */
-  const flags = { via: true, room, epoch: event.epoch, seq: event.seq, kind: event.kind, ...extra };
-  if (event.visibility) flags.visibility = event.visibility;
-  if (typeof event.commitment === "string") flags.commitment = event.commitment;
+  const flags = sealedFlags(event, room, extra);
   // Signed events (spec/signing.md): keep what verifies the event later, in the form it arrived.
   const signature = signatureOf(event, room);
   if (signature) Object.assign(flags, { kid: signature.kid, sig: signature.sig, signed: signature.signed });
   if (typeof event.verified === "boolean") flags.verified = event.verified;
   if (typeof event.verifyError === "string") flags.verifyError = event.verifyError;
+  return flags;
+}
+
+/**
+ * The flags of a sealed card: which event, its visibility and its seal, and no signature. The poster holds the
+ * full form of the roll, whose signed bytes hold its dice and label: on a card, whispered to everyone outside
+ * the roll's audience, they would hand them the roll. The reveal brings the signature that opens the card.
+ * @param {{ seq: number, epoch: string, kind: string, visibility?: string, commitment?: string }} event
+ * @param {string} room
+ * @param {Partial<MessageFlags>} [extra]
+ * @returns {MessageFlags}
+ */
+export function sealedFlags(event, room, extra = {}) {
+  /** @type {MessageFlags} */
+  const flags = { via: true, room, epoch: event.epoch, seq: event.seq, kind: event.kind, ...extra };
+  if (event.visibility) flags.visibility = event.visibility;
+  if (typeof event.commitment === "string") flags.commitment = event.commitment;
   return flags;
 }
 
@@ -107,7 +121,7 @@ export function rollMessages(event, { room, users, roll, i18n }) {
     speaker,
     content: sealedCardHTML(event, i18n),
     whisper,
-    flags: { [FLAG_SCOPE]: eventFlags(event, room, { sealed: true }) },
+    flags: { [FLAG_SCOPE]: sealedFlags(event, room, { sealed: true }) },
   });
   if (event.sealed === true || !roll) return [card([])];
   const full = {

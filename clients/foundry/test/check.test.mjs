@@ -140,6 +140,9 @@ describe("a relay roll as it was posted", () => {
     assert.equal((await checkMessage({ flags, rolls: [], authorParticipant: null }, { keys: key.keys })).state, "verified");
     assert.match(word(await checkMessage({ flags, rolls: [roll([[20, [20]]], 20)], authorParticipant: null }, { keys: key.keys })), /shows dice/);
     assert.match(word(await checkMessage({ flags: { ...flags, commitment: "cd".repeat(32) }, rolls: [], authorParticipant: null }, { keys: key.keys })), /seal/);
+    const bare = { via: true, room: ROOM, epoch: EPOCH, seq: 8, kind: "roll", sealed: true, commitment: sealed.commitment };
+    assert.deepEqual(await checkMessage({ flags: bare, rolls: [], authorParticipant: null }, { keys: key.keys }), { state: "none" }, "a card as posted: no signature, nothing to vouch for");
+    assert.match(word(await checkMessage({ flags: bare, rolls: [roll([[20, [20]]], 20)], authorParticipant: null }, { keys: key.keys })), /shows dice/);
     const full = await posted(key, rollEvent(8, [die(20, 3)], 3));
     assert.match(word(await checkMessage({ flags: { ...full, sealed: true }, rolls: [], authorParticipant: null }, { keys: key.keys })), /not the sealed roll/);
   });

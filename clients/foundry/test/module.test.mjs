@@ -234,7 +234,16 @@ describe("relay events become chat messages", () => {
     assert.ok(!wire.includes(Buffer.from(marker)), "the label never reached Aria's socket");
     // "kh2", not "3d8": k and h are no hex digits, so the check cannot trip on a commitment's hex by chance.
     assert.ok(!wire.includes(Buffer.from("kh2")), "the formula never reached Aria's socket");
-    for (const m of ariaSees) assert.ok(!JSON.stringify(m.flags).includes(marker) && !m.content.includes(marker));
+    // What Aria's Foundry holds of the roll, base64 decoded too (a signature's signed bytes are the event itself).
+    for (const m of ariaSees) {
+      const held = [JSON.stringify(m.flags), m.content, ...Object.values(m.flags.tablerelay).filter((v) => typeof v === "string").map((v) => Buffer.from(v, "base64").toString("latin1"))];
+      for (const text of held) assert.ok(!text.includes(marker) && !text.includes("kh2"), `the card's ${text.slice(0, 40)} holds the hidden roll`);
+    }
+    assert.equal(card.flags.tablerelay.signed, undefined, "a card carries no signed bytes: the poster's would be the full roll's");
+    // The whisper checks out for its audience; the card, showing no dice, has nothing to vouch for.
+    assert.deepEqual(await gm.module.api.check(full), { state: "verified", seqs: [event.seq] });
+    assert.deepEqual(await aria.module.api.check(card), { state: "none" });
+    assert.doesNotMatch(await aria.renderedChecked(card), /tablerelay-failed/);
   });
 
   test("a blind roll by a player is posted by the GM; the roller sees only the card", async () => {

@@ -120,6 +120,9 @@ describe("who posts, who sees", () => {
     assert.equal(card.rolls, undefined);
     assert.equal(card.flags.tablerelay.sealed, true);
     assert.equal(card.flags.tablerelay.commitment, sealed.commitment);
+    const signed = { ...sealed, sealed: undefined, kid: "k", sig: new Uint8Array(64), result: { dice: [] }, label: "Ambush" };
+    const [, other] = rollMessages({ ...signed, visibility: "gm" }, { room: "r", users, roll: { total: 1 }, i18n: english });
+    for (const key of ["kid", "sig", "signed"]) assert.equal(other.flags.tablerelay[key], undefined, `a card carries no ${key}`);
   });
 });
 
