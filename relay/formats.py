@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -50,12 +51,59 @@ def _takes_label(fn: Callable[..., Any]) -> bool:
     return cached
 
 
+#: Where a rules result holds its terms (rules.dice.terms): the term lists, a function's arguments, a pool's
+#: rolls, the results of dice and pools, a computed die's rolls.
+_TREE = ("terms", "args", "rolls", "results", "number_roll", "faces_roll")
+#: The fields of those that hold a number, which may be a fraction.
+_NUMBERS = ("total", "result", "count")
+
+
+def rules_numbers(value: Any) -> Any:
+    """A roll's wire ``result`` with its fractions as numbers again, as the renderers compute with them.
+
+    A record holds every float as JavaScript's decimal string (``protocol.event_values``, spec/signing.md);
+    the numbers themselves stay beside it (``rules_result``, stored with it), but a reveal's blob holds the
+    roll's event body only, so the roll it opens has ``"0.5"`` where the rules core had 0.5. Only a
+    dice formula makes a fraction, and the rules core keeps it in its term tree: a total (the result's, a
+    term's, a pool's roll), a pool's result, a count, a number term's value (a decimal in a formula). Only
+    those are read (a game system's result has no term tree). Returns ``value`` itself when it
+    holds no such string.
+    """
+    kind = type(value)
+    if kind is list:
+        items = [rules_numbers(item) for item in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if kind is not dict:
+        return value
+    changed: dict[str, Any] | None = None
+    for key, item in value.items():
+        if type(item) is str:
+            if key in _NUMBERS or (key == "value" and value.get("type") == "number"):
+                changed = changed or {}
+                changed[key] = _decimal(item)
+        elif key in _TREE:
+            new = rules_numbers(item)
+            if new is not item:
+                changed = changed or {}
+                changed[key] = new
+    return {**value, **changed} if changed else value
+
+
+def _decimal(text: str) -> Any:
+    """JavaScript's ``Number(text)`` for what ``event_values`` wrote; any other string stays as it is."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
+
+
 def revealed_roll(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """The roll a record shows: itself, or for a reveal the roll its blob opens, now public."""
     if record["kind"] != "reveal":
         return record
     body: dict[str, Any] = msgpack.unpackb(record["blob"], raw=False)
-    return {**body, "visibility": "public"}
+    return {**body, "visibility": "public", "rules_result": rules_numbers(body["result"])}
 
 
 def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:
@@ -65,8 +113,9 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
     """
     out: dict[str, Any] = {}
     record = revealed_roll(record)
-    # The renderers compute with the rules core's numbers; what they return goes on the wire without floats
-    # (and a rendering that is not plain data is left out, logged, like one that failed).
+    # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
+    # fraction); what they return goes on the wire without floats (and a rendering that is not plain data is
+    # left out, logged, like one that failed).
     result = record.get("rules_result", record["result"])
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")

@@ -29,6 +29,7 @@ from relay import protocol, visibility
 from relay.auth import Claims
 from relay.config import Limits
 from relay.fanout import Forms, Renderer
+from relay.formats import rules_numbers
 from relay.log.base import RoomInfo
 from relay.room import Append, Broadcast, Pending, Room, Send, Session
 from relay.signing import Keyring
@@ -178,11 +179,14 @@ class _Table:
             renderer.encoded_for(key)
         if record["kind"] == "roll":
             # The server swallows and logs a renderer's exception (a card is optional); here it is a crash.
+            # It renders a fresh roll from the rules core's numbers, a stored one (history, a reveal's blob)
+            # from its record: both, as relay.formats.renderings does.
             gm_ids = self.room.committed.gm_ids()
-            to_foundry_message(
-                record["result"], record["visibility"], gm_ids, record["actor"]["id"], label=record["label"]
-            )
-            to_roll20(record["result"], label=record["label"])
+            for result in (record.get("rules_result", record["result"]), rules_numbers(record["result"])):
+                to_foundry_message(
+                    result, record["visibility"], gm_ids, record["actor"]["id"], label=record["label"]
+                )
+                to_roll20(result, label=record["label"])
             if record["visibility"] != "public":
                 sealed = record["sealed"]
                 if not visibility.verify(sealed["nonce"], sealed["blob"], sealed["commitment"]):

@@ -240,11 +240,17 @@ def test_every_event_has_no_float_a_stable_encoding_and_a_good_signature(actions
         assert signing.canonical(again) == data, "decode and re-encode: the same bytes"
         assert spec_signing.verify(event, table.room.id, jwks), event
     gm_ids = table.room.committed.gm_ids()
+    both = frozenset({"foundry", "roll20"})
     for record in table.stored:
-        if record["kind"] == "roll":
-            extra = renderings(record, frozenset({"foundry", "roll20"}), gm_ids)
-            assert set(extra) == {"foundry", "roll20"}, "a rendering that is not plain data is left out"
-            assert not floats_in(extra), f"floats in the renderings of {record['result']}"
+        if record["kind"] not in ("roll", "reveal"):
+            continue
+        # A reveal is rendered as the roll its blob opens, whose fractions are decimal strings there.
+        extra = renderings(record, both, gm_ids)
+        assert set(extra) == {"foundry", "roll20"}, f"a rendering failed or is not plain data: {record}"
+        assert not floats_in(extra), f"floats in the renderings of {record}"
+        if record["kind"] == "reveal":
+            (opened,) = [r for r in table.stored if r["kind"] == "roll" and r["seq"] == record["of"]]
+            assert extra == renderings({**opened, "visibility": "public"}, both, gm_ids), "the roll it opens"
 
 
 @pytest.mark.parametrize(

@@ -370,6 +370,15 @@ describe("every client checks the marks itself", () => {
       const [message] = byFlag(world, event.seq);
       assert.deepEqual(await brom.module.api.check(message), { state: "verified", seqs: [event.seq] }, JSON.stringify(intent));
     }
+    // A hidden roll with fractions, revealed: the relay renders the reveal from the stored roll (its fractions
+    // kept as decimal strings), and the card becomes that roll for everyone.
+    const hidden = await gm.module.api.roll({ system: "dice", formula: "{1d6/4, 2d4/3}kh1 + 4.5" }, { visibility: "gm" });
+    await until(() => byFlag(world, hidden.seq).length === 2, 4000, "the hidden roll's card");
+    await gm.module.api.reveal(hidden.seq);
+    await until(() => byFlag(world, hidden.seq).some((m) => m.flags.tablerelay.revealed && m.rolls.length === 1), 4000, "the card turned into the roll");
+    const opened = byFlag(world, hidden.seq).find((m) => m.flags.tablerelay.revealed);
+    assert.equal(opened.rolls[0].total, Number(hidden.result.total));
+    assert.deepEqual(await brom.module.api.check(opened), { state: "verified", seqs: [hidden.seq] });
   });
 
   test("a player's macro cannot wear the relay's mark: changed dice, a missing signature, a copy, another's faces", async () => {
