@@ -553,10 +553,33 @@ export class FoundryClient {
 
   /** What this user's screen shows for a message: its HTML after the render hook. */
   rendered(message) {
-    const element = { innerHTML: `<div class="message-content">${message.content}</div>`, parts: [] };
-    element.querySelector = () => null;
-    element.insertAdjacentHTML = (_where, html) => element.parts.push(html);
+    return this.render(message).html();
+  }
+
+  /**
+   * The element a render hook gets, kept: what it shows now (`html()`), and later, after whatever the hook
+   * left to change in it. Enough of a DOM for the module: HTML added at the end, and an element found by an
+   * attribute (`[data-…]`) whose innerHTML may be set.
+   */
+  render(message) {
+    const parts = [];
+    const element = {
+      innerHTML: `<div class="message-content">${message.content}</div>`,
+      html: () => parts.join(""),
+      insertAdjacentHTML: (_where, html) => parts.push(html),
+      querySelector: (selector) => {
+        const attribute = /^\[([\w-]+)\]$/.exec(selector)?.[1];
+        const at = attribute ? parts.findIndex((p) => new RegExp(`^<div ${attribute}>`).test(p)) : -1;
+        if (at < 0) return null;
+        const open = `<div ${attribute}>`;
+        return {
+          set innerHTML(html) {
+            parts[at] = `${open}${html}</div>`;
+          },
+        };
+      },
+    };
     this.Hooks.callAll("renderChatMessageHTML", message, element, {});
-    return element.parts.join("");
+    return element;
   }
 }

@@ -347,6 +347,13 @@ describe("every client checks the marks itself", () => {
       assert.deepEqual(await viewer.module.api.check(own), { state: "verified", seqs: own.flags.tablerelay.seqs });
       assert.match(await viewer.renderedChecked(own), /signed ✓ #/);
     }
+    // Shown before it is checked: "checking…" first, then the verdict in the same element.
+    const again = await foundryRoll(aria, "1d20");
+    const element = brom.render(again);
+    assert.match(element.html(), /checking…/);
+    await brom.module.verdict(again);
+    assert.match(element.html(), /signed ✓ #/);
+    assert.doesNotMatch(element.html(), /checking…/);
   });
 
   test("every system's rolls and every kind of die the relay renders check out as posted", async () => {
