@@ -186,13 +186,32 @@ function belongs(opened, flags, seq) {
 }
 
 /**
+ * The verdict on a message that needs no signature checked, or null: one that says its dice are not the
+ * relay's, and a sealed card as posted. A sealed card carries no signature (messages.mjs, sealedFlags: the
+ * poster's is the full form's) and shows no dice: nothing to vouch for until its reveal, which is checked.
+ * The module draws these at once, with no "checking…" before them.
+ * @param {Record<string, any>|undefined} flags
+ * @param {Array<any>} rolls
+ * @returns {Verdict|null}
+ */
+export function plainVerdict(flags, rolls) {
+  if (!flags || flags.via !== true) return { state: "not-relay", reason: typeof flags?.reason === "string" ? flags.reason : undefined };
+  if (flags.sealed === true && flags.sig === undefined) {
+    const seqs = flags.seq !== undefined ? [Number(flags.seq)] : [];
+    return (rolls ?? []).length ? { state: "failed", reason: why("TABLERELAY.Check.SealedDice"), seqs } : { state: "none" };
+  }
+  return null;
+}
+
+/**
  * A viewer's check of one message.
  * @param {{ flags: Record<string, any>|undefined, rolls: Array<any>, authorParticipant: string|null }} message
  * @param {{ keys: Map<string, { x: Uint8Array }>|null }} viewer  the relay's keys (null: none known here)
  * @returns {Promise<Verdict>}
  */
 export async function checkMessage({ flags, rolls, authorParticipant }, { keys }) {
-  if (!flags || flags.via !== true) return { state: "not-relay", reason: typeof flags?.reason === "string" ? flags.reason : undefined };
+  const plain = plainVerdict(flags, rolls);
+  if (plain || !flags) return plain ?? { state: "not-relay" };
   const seqs = Array.isArray(flags.seqs) ? flags.seqs.map(Number) : flags.seq !== undefined ? [Number(flags.seq)] : [];
   if (!keys) return { state: "unchecked", reason: why("TABLERELAY.Check.NoKeys"), seqs };
   if (keys.size === 0) return { state: "unchecked", reason: why("TABLERELAY.Check.NotSigning"), seqs };
@@ -240,9 +259,6 @@ export async function checkMessage({ flags, rolls, authorParticipant }, { keys }
     return checkResult(body?.result, rolls, seqs, fail);
   }
 
-  // A sealed card carries no signature (messages.mjs, sealedFlags: the poster's is the full form's) and shows
-  // no dice: nothing to vouch for until its reveal, which is checked.
-  if (flags.sealed === true && flags.sig === undefined) return (rolls ?? []).length ? fail(why("TABLERELAY.Check.SealedDice")) : { state: "none" };
   // A relay event posted as it came: the roll with the relay's dice (or a card with a seal's signature).
   const opened = await openVerified(flags, keys);
   if ("reason" in opened) return fail(opened.reason);

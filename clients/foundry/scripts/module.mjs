@@ -6,7 +6,7 @@
 
 import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
 import { TableRelay, TableRelayError } from "./client.mjs";
-import { checkMessage, relayKeys, shownBefore, shownTwice } from "./check.mjs";
+import { checkMessage, plainVerdict, relayKeys, shownBefore, shownTwice } from "./check.mjs";
 import { CommandError, parseCommand } from "./commands.mjs";
 import { FacesBroker, METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, revealUpdate, rollMessages, signatureOf } from "./messages.mjs";
@@ -580,7 +580,7 @@ export class TableRelayModule {
     /** @type {ChatMessage.Stored[]} */
     const chat = this.game.messages.contents;
     const repeated = shownBefore({ id: String(message.id), flags }, chat.map((m) => ({ id: String(m.id), flags: m.flags?.[FLAG_SCOPE] })));
-    const known = repeated.length ? shownTwice(repeated) : this.#kept(message)?.value;
+    const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? this.#kept(message)?.value);
     const target = element.querySelector(".message-content") ?? element;
     target.insertAdjacentHTML("beforeend", `<div data-tablerelay-mark>${markHTML(known ?? { state: "checking" }, flags, options, this.game.i18n)}</div>`);
     if (known) return;

@@ -144,6 +144,7 @@ describe("dice fulfillment", () => {
     const message = await gm.as(() => gm.ChatMessage.create({ content: "", rolls: [JSON.stringify(roll.toJSON())] }));
     assert.equal(message.flags.tablerelay.via, false, "the message says its dice are not the relay's");
     assert.match(await gm.renderedChecked(message), /not via relay/);
+    assert.doesNotMatch(gm.rendered(message), /checking/, "a roll that says it is not the relay's is marked at once");
   });
 
   test("an unreachable relay refuses the roll when the world says so", async () => {
