@@ -63,7 +63,8 @@ def rules_numbers(value: Any) -> Any:
 
     A record holds every float as JavaScript's decimal string (``protocol.event_values``, spec/signing.md);
     the numbers themselves stay beside it (``rules_result``, stored with it), but a reveal's blob holds the
-    roll's event body only, so the roll it opens has ``"0.5"`` where the rules core had 0.5. Only a
+    roll's event body only, and an exported room (``tablerelay room export``, ``UNEXPORTED``) is imported
+    without them, so such a roll has ``"0.5"`` where the rules core had 0.5. Only a
     dice formula makes a fraction, and the rules core keeps it in its term tree: a total (the result's, a
     term's, a pool's roll), a pool's result, a count, a number term's value (a decimal in a formula). Only
     those are read (a game system's result has no term tree). Returns ``value`` itself when it
@@ -114,9 +115,9 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
     out: dict[str, Any] = {}
     record = revealed_roll(record)
     # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
-    # fraction); what they return goes on the wire without floats (and a rendering that is not plain data is
-    # left out, logged, like one that failed).
-    result = record.get("rules_result", record["result"])
+    # fraction, unless it was imported); what they return goes on the wire without floats (and a rendering
+    # that is not plain data is left out, logged, like one that failed).
+    result = record["rules_result"] if "rules_result" in record else rules_numbers(record["result"])
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")
         if fn is not None:
