@@ -27,6 +27,7 @@ from typing import Any
 
 from relay import auth, exports, public, signing
 from relay.config import ConfigError
+from relay.formats import with_numbers
 from relay.log.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
 from relay.log.sqlite import (
     append_sync,
@@ -89,7 +90,8 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ImportRefused(f"the header's room lacks {exc} (an export from an older version?)") from exc
-    records = [{k: v for k, v in event.items() if k not in ("kid", "sig")} for event in export.events]
+    # The numbers an export leaves out go back beside each roll with fractions, as the room keeps them.
+    records = [with_numbers({k: v for k, v in e.items() if k not in ("kid", "sig")}) for e in export.events]
     if records and records[0]["seq"] != 1:
         raise ImportRefused(f"the events start at seq {records[0]['seq']}, not 1: the export is cut short")
     state = RoomState()

@@ -63,8 +63,8 @@ def rules_numbers(value: Any) -> Any:
 
     A record holds every float as JavaScript's decimal string (``protocol.event_values``, spec/signing.md);
     the numbers themselves stay beside it (``rules_result``, stored with it), but a reveal's blob holds the
-    roll's event body only, and an exported room (``tablerelay room export``, ``UNEXPORTED``) is imported
-    without them, so such a roll has ``"0.5"`` where the rules core had 0.5. Only a
+    roll's event body only, and an export leaves them out (``exports.UNEXPORTED``; an import puts them back,
+    ``with_numbers``), so such a roll has ``"0.5"`` where the rules core had 0.5. Only a
     dice formula makes a fraction, and the rules core keeps it in its term tree: a total (the result's, a
     term's, a pool's roll), a pool's result, a count, a number term's value (a decimal in a formula). Only
     those are read (a game system's result has no term tree). Returns ``value`` itself when it
@@ -88,6 +88,15 @@ def rules_numbers(value: Any) -> Any:
                 changed = changed or {}
                 changed[key] = new
     return {**value, **changed} if changed else value
+
+
+def with_numbers(record: dict[str, Any]) -> dict[str, Any]:
+    """A roll record as the room keeps one: with ``rules_result`` beside it when its result holds fractions.
+    For records that come without it (an imported export: ``exports.UNEXPORTED``)."""
+    if record.get("kind") != "roll" or "rules_result" in record or not isinstance(record.get("result"), dict):
+        return record
+    numbers = rules_numbers(record["result"])
+    return record if numbers is record["result"] else {**record, "rules_result": numbers}
 
 
 def _decimal(text: str) -> Any:
@@ -115,9 +124,9 @@ def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[
     out: dict[str, Any] = {}
     record = revealed_roll(record)
     # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
-    # fraction, unless it was imported); what they return goes on the wire without floats (and a rendering
-    # that is not plain data is left out, logged, like one that failed).
-    result = record["rules_result"] if "rules_result" in record else rules_numbers(record["result"])
+    # fraction); what they return goes on the wire without floats (and a rendering that is not plain data is
+    # left out, logged, like one that failed).
+    result = record.get("rules_result", record["result"])
     if "foundry" in formats:
         fn = _renderer("to_foundry_message")
         if fn is not None:
