@@ -205,11 +205,13 @@ export function plainVerdict(flags, rolls) {
 
 /**
  * A viewer's check of one message.
- * @param {{ flags: Record<string, any>|undefined, rolls: Array<any>, authorParticipant: string|null }} message
+ * @param {{ flags: Record<string, any>|undefined, rolls: Array<any>, authorParticipant: string|null, sharedParticipant?: boolean }} message
+ *   `authorParticipant`: the relay participant of the message's author (its user's flag); `sharedParticipant`:
+ *   another user of the world claims the same one
  * @param {{ keys: Map<string, { x: Uint8Array }>|null }} viewer  the relay's keys (null: none known here)
  * @returns {Promise<Verdict>}
  */
-export async function checkMessage({ flags, rolls, authorParticipant }, { keys }) {
+export async function checkMessage({ flags, rolls, authorParticipant, sharedParticipant = false }, { keys }) {
   const plain = plainVerdict(flags, rolls);
   if (plain || !flags) return plain ?? { state: "not-relay" };
   const seqs = Array.isArray(flags.seqs) ? flags.seqs.map(Number) : flags.seq !== undefined ? [Number(flags.seq)] : [];
@@ -232,6 +234,9 @@ export async function checkMessage({ flags, rolls, authorParticipant }, { keys }
       const event = opened.event;
       if (event.kind !== "roll" || event.sealed === true || event.result?.system !== "faces") return fail(why("TABLERELAY.Check.NotFaces", { seq: seqs[i] }));
       // The faces of one player's roll are theirs alone: another's, reused, would be a roll they did not make.
+      // Each user sets its own participant flag: two users claiming one participant could pass off each
+      // other's faces, so neither is vouched for.
+      if (sharedParticipant) return fail(why("TABLERELAY.Check.SharedParticipant"));
       if (authorParticipant && event.actor?.id !== authorParticipant) return fail(why("TABLERELAY.Check.OtherRoller", { seq: seqs[i], name: String(event.actor?.name ?? "?") }));
       faces.push(...signedFaces(event.result.dice));
     }

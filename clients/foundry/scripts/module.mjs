@@ -609,7 +609,7 @@ export class TableRelayModule {
     const keys = this.#relayKeys();
     /** @type {Check} */
     const entry = {
-      promise: keys.then((found) => checkMessage({ flags: message.flags?.[FLAG_SCOPE], rolls, authorParticipant: this.#participantOf(message) }, { keys: found })),
+      promise: keys.then((found) => checkMessage({ flags: message.flags?.[FLAG_SCOPE], rolls, ...this.#authorOf(message) }, { keys: found })),
       keys,
     };
     this.checks.set(this.#checkKey(message), entry);
@@ -633,15 +633,21 @@ export class TableRelayModule {
     return kept;
   }
 
-  /** The relay participant of the user who wrote a message (its `tablerelay.participant` flag), or null. */
-  #participantOf(/** @type {ChatMessage.Implementation} */ message) {
+  /**
+   * The relay participant of the user who wrote a message (its `tablerelay.participant` flag, or null), and
+   * whether another user claims the same one.
+   * @param {ChatMessage.Implementation} message
+   */
+  #authorOf(message) {
     /** @type {any} v12+ hands the author as a User, the harness as its id */
     const author = message.author;
     const id = typeof author === "string" ? author : author?.id;
     /** @type {User.Stored[]} */
     const users = this.game.users.contents;
-    const participant = users.find((u) => u.id === id)?.getFlag(MODULE_ID, "participant");
-    return typeof participant === "string" ? participant : null;
+    const flag = users.find((u) => u.id === id)?.getFlag(MODULE_ID, "participant");
+    const participant = typeof flag === "string" ? flag : null;
+    const shared = participant !== null && users.some((u) => u.id !== id && u.getFlag(MODULE_ID, "participant") === participant);
+    return { authorParticipant: participant, sharedParticipant: shared };
   }
 
   /**

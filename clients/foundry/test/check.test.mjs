@@ -184,6 +184,8 @@ describe("a Foundry roll with the relay's faces", () => {
     assert.match(word(await check([roll([[20, [18, 2]], [6, [5]]], 23)])), /d6 of 5/);
     assert.match(word(await check([roll([[20, [18]], [6, [6]]], 24)])), /does not show \(1\)/, "a face rolled and not shown: a reroll kept quiet");
     assert.match(word(await check([roll([[20, [18, 2]], [6, [6]]], 24)], "p2")), /rolled by p1/, "another player's faces");
+    const shared = await checkMessage({ flags, rolls: [roll([[20, [18, 2]], [6, [6]]], 24)], authorParticipant: "p1", sharedParticipant: true }, { keys: key.keys });
+    assert.match(word(shared), /claims the same relay participant/, "a participant two users claim");
     const unsigned = { ...flags, signatures: signatures.slice(0, 1) };
     assert.match(word(await checkMessage({ flags: unsigned, rolls: [], authorParticipant: "p1" }, { keys: key.keys })), /not every relay event/);
   });

@@ -431,6 +431,13 @@ describe("every client checks the marks itself", () => {
     assert.equal(theirs.author, "Player0000000002");
     assert.match(await reason(theirs), new RegExp(`relay event #${own.flags.tablerelay.seqs[0]} was rolled by Aria`));
     assert.match(await gm.renderedChecked(theirs), /tablerelay-failed/, "and it shows faces another message already shows");
+    // Brom says he is Aria on the relay (his own user's participant flag), to pass off her next faces.
+    const next = await foundryRoll(aria, "1d10");
+    const ariaParticipant = aria.game.user.getFlag("tablerelay", "participant");
+    await brom.as(() => brom.game.user.setFlag("tablerelay", "participant", ariaParticipant));
+    const posing = await brom.as(() => brom.ChatMessage.create({ content: "", rolls: [JSON.stringify(next.rolls[0]._json ?? next.rolls[0].toJSON())], flags: structuredClone(next.flags) }));
+    await aria.as(() => next.delete());
+    assert.equal(await reason(posing), "another user of this world claims the same relay participant as its author");
     // Dice that never went to the relay, under a Foundry roll's flags with no faces.
     const typed = await forge(brom, own, { rolls: [withDie(own, 7)], flags: { tablerelay: { via: true, seqs: [], room: own.flags.tablerelay.room, epoch: own.flags.tablerelay.epoch } } });
     assert.match(await gm.renderedChecked(typed), /it shows a d12 of 7 that the relay did not roll/);
