@@ -224,6 +224,9 @@ export async function checkMessage({ flags, rolls, authorParticipant, sharedPart
     const signatures = Array.isArray(flags.signatures) ? flags.signatures : [];
     if (!seqs.length && !shown.length) return { state: "none" }; // a roll of no dice: nothing to vouch for
     if (signatures.length !== seqs.length) return fail(why("TABLERELAY.Check.NotAllSigned"));
+    // Each user sets its own participant flag: two users claiming one participant could pass off each other's
+    // faces, so neither is vouched for.
+    if (sharedParticipant && seqs.length) return fail(why("TABLERELAY.Check.SharedParticipant"));
     /** @type {Array<{ faces: number, value: number }>} */
     const faces = [];
     for (const [i, stored] of signatures.entries()) {
@@ -234,9 +237,6 @@ export async function checkMessage({ flags, rolls, authorParticipant, sharedPart
       const event = opened.event;
       if (event.kind !== "roll" || event.sealed === true || event.result?.system !== "faces") return fail(why("TABLERELAY.Check.NotFaces", { seq: seqs[i] }));
       // The faces of one player's roll are theirs alone: another's, reused, would be a roll they did not make.
-      // Each user sets its own participant flag: two users claiming one participant could pass off each
-      // other's faces, so neither is vouched for.
-      if (sharedParticipant) return fail(why("TABLERELAY.Check.SharedParticipant"));
       if (authorParticipant && event.actor?.id !== authorParticipant) return fail(why("TABLERELAY.Check.OtherRoller", { seq: seqs[i], name: String(event.actor?.name ?? "?") }));
       faces.push(...signedFaces(event.result.dice));
     }
@@ -292,8 +292,10 @@ export async function checkMessage({ flags, rolls, authorParticipant, sharedPart
 function checkResult(result, rolls, seqs, fail) {
   if (!result || !Array.isArray(result.dice)) return fail(why("TABLERELAY.Check.NotAnEvent"));
   if ((rolls ?? []).length !== 1) return fail(why("TABLERELAY.Check.RollCount", { count: (rolls ?? []).length }));
-  if (typeof result.total === "number" && Number(rolls[0].total) !== result.total) {
-    return fail(why("TABLERELAY.Check.Total", { shown: Number(rolls[0].total), signed: result.total }));
+  // A fraction is signed as its decimal string (spec/signing.md), which Number() reads back exactly.
+  const total = typeof result.total === "string" ? Number(result.total) : result.total;
+  if (typeof total === "number" && !Number.isNaN(total) && Number(rolls[0].total) !== total) {
+    return fail(why("TABLERELAY.Check.Total", { shown: Number(rolls[0].total), signed: total }));
   }
   const mismatch = matchDice(renderedDice(rolls), signedFaces(result.dice), (_term, value) => value);
   return mismatch ? fail(mismatch) : { state: "verified", seqs };

@@ -86,6 +86,10 @@ describe("a relay roll as it was posted", () => {
     assert.equal((await check([roll([[20, [4, 17]]], 21)])).state, "verified", "the order of dice is Foundry's to choose");
     assert.match(word(await check([roll([[20, [17, 4]]], 31)])), /total of 31; the relay's is 21/, "a modifier changed on the way");
     assert.match(word(await check([roll([[20, [17, 4]]], 21), roll([[20, [17, 4]]], 21)])), /2 rolls for the relay's one/);
+    const third = await posted(key, rollEvent(6, [die(20, 7)], "2.3333333333333335"));
+    const fraction = (total) => checkMessage({ flags: third, rolls: [roll([[20, [7]]], total)], authorParticipant: null }, { keys: key.keys });
+    assert.equal((await fraction(7 / 3)).state, "verified", "a fraction is signed as its decimal string");
+    assert.match(word(await fraction(3)), /total of 3; the relay's is 2.3333333333333335/);
   });
 
   test("an exploded chain shows each face it rolled", async () => {
