@@ -15,6 +15,8 @@ import { connectionFormHTML, markHTML, panelHTML } from "./ui.mjs";
 export const MODULE_ID = "tablerelay";
 /** How long a faces request may take before the roll falls back or is refused. */
 export const FACES_TIMEOUT_MS = 8000;
+/** Checks of chat messages kept, the newest: a message shown again after that is checked again. */
+const KEPT_CHECKS = 1000;
 /** How long a message this client could not check (no keys) waits before it is checked again. */
 const UNCHECKED_RETRY_MS = 30_000;
 
@@ -613,6 +615,8 @@ export class TableRelayModule {
       keys,
     };
     this.checks.set(this.#checkKey(message), entry);
+    // A long session renders thousands of messages; the oldest checks go first (Foundry shows the newest).
+    if (this.checks.size > KEPT_CHECKS) this.checks.delete(/** @type {string} */ (this.checks.keys().next().value));
     void entry.promise.then((verdict) => (entry.value = verdict));
     return entry.promise;
   }
