@@ -317,24 +317,29 @@ export function claims(flags) {
 }
 
 /**
+ * Which message of the chat shows each relay event first: claim (see `claims`) → message id.
+ * @param {Iterable<{ id: string, flags: Record<string, any>|undefined }>} messages  the chat, oldest first
+ * @returns {Map<string, string>}
+ */
+export function firstShown(messages) {
+  /** @type {Map<string, string>} */
+  const first = new Map();
+  for (const m of messages) for (const claim of claims(m.flags)) if (!first.has(claim)) first.set(claim, m.id);
+  return first;
+}
+
+/**
  * The relay events this message shows that an earlier message of the chat already showed (a copy, or a
  * Foundry roll's faces used twice), by seq; empty when none.
  * @param {{ id: string, flags: Record<string, any>|undefined }} message
- * @param {Iterable<{ id: string, flags: Record<string, any>|undefined }>} messages  the chat, oldest first
+ * @param {Map<string, string>} first  `firstShown` of the chat
  * @returns {number[]}
  */
-export function shownBefore(message, messages) {
-  const mine = new Set(claims(message.flags));
-  if (!mine.size) return [];
-  /** @type {number[]} */
-  const repeated = [];
-  for (const other of messages) {
-    if (other.id === message.id) break;
-    for (const claim of claims(other.flags)) {
-      if (mine.has(claim)) repeated.push(Number(claim.split(":").at(-2)));
-    }
-  }
-  return [...new Set(repeated)].sort((a, b) => a - b);
+export function shownBefore(message, first) {
+  const repeated = claims(message.flags)
+    .filter((claim) => first.has(claim) && first.get(claim) !== message.id)
+    .map((claim) => Number(claim.split(":").at(-2)));
+  return [...new Set(repeated)].sort((x, y) => x - y);
 }
 
 /**

@@ -6,7 +6,7 @@
 
 import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
 import { TableRelay, TableRelayError } from "./client.mjs";
-import { checkMessage, plainVerdict, relayKeys, shownBefore, shownTwice } from "./check.mjs";
+import { checkMessage, firstShown, plainVerdict, relayKeys, shownBefore, shownTwice } from "./check.mjs";
 import { CommandError, parseCommand } from "./commands.mjs";
 import { FacesBroker, METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, revealUpdate, rollMessages, signatureOf } from "./messages.mjs";
@@ -109,6 +109,8 @@ export class TableRelayModule {
     this.checks = new Map();
     /** @type {{ source: unknown, keys: Promise<Map<string, { x: Uint8Array }>|null>, failed?: number } | null} the relay's keys, where they came from, and when they could not be had */
     this.keys = null;
+    /** @type {Map<string, string>|null} which message shows each relay event first (check.firstShown), until the chat changes */
+    this.shownIndex = null;
     this.broker = new FacesBroker({
       request: (request) => this.#requestFaces(request),
       connected: () => this.connected,
@@ -216,6 +218,9 @@ export class TableRelayModule {
       this.#decorate(message, html?.jquery ? html[0] : html),
     );
     Hooks.on("updateSetting", (/** @type {Setting.Implementation} */ setting) => this.#guardFear(setting));
+    for (const hook of /** @type {const} */ (["createChatMessage", "updateChatMessage", "deleteChatMessage"])) {
+      Hooks.on(hook, () => (this.shownIndex = null));
+    }
     Hooks.on("userConnected", () => this.renderPanel());
     const entry = this.game.modules.get(MODULE_ID);
     if (entry) entry.api = this.api;
@@ -578,10 +583,8 @@ export class TableRelayModule {
     const hasRolls = (message.rolls?.length ?? 0) > 0;
     if (!flags && !(hasRolls && this.setting("rolls") === "all")) return;
     const options = { showVerified: Boolean(this.setting("showVerified")) };
-    // A copy of an event the chat already shows is caught here, not cached: the chat changes under it.
-    /** @type {ChatMessage.Stored[]} */
-    const chat = this.game.messages.contents;
-    const repeated = shownBefore({ id: String(message.id), flags }, chat.map((m) => ({ id: String(m.id), flags: m.flags?.[FLAG_SCOPE] })));
+    // A copy of an event the chat already shows is caught here, not with the kept check: the chat changes.
+    const repeated = shownBefore({ id: String(message.id), flags }, this.#firstShown());
     const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? this.#kept(message)?.value);
     const target = element.querySelector(".message-content") ?? element;
     target.insertAdjacentHTML("beforeend", `<div data-tablerelay-mark>${markHTML(known ?? { state: "checking" }, flags, options, this.game.i18n)}</div>`);
@@ -590,6 +593,19 @@ export class TableRelayModule {
     void this.verdict(message).then((verdict) => {
       if (slot) slot.innerHTML = markHTML(verdict, flags, options, this.game.i18n);
     });
+  }
+
+  /**
+   * Which message shows each relay event first, made once for the whole chat and again after it changes (a
+   * chat log renders its messages one by one: each looking through all the others would cost the square).
+   */
+  #firstShown() {
+    if (!this.shownIndex) {
+      /** @type {ChatMessage.Stored[]} */
+      const chat = this.game.messages.contents;
+      this.shownIndex = firstShown(chat.map((m) => ({ id: String(m.id), flags: m.flags?.[FLAG_SCOPE] })));
+    }
+    return this.shownIndex;
   }
 
   /** What a check depends on: the message, its flags and the dice it shows (a reveal changes both). */

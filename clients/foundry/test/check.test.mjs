@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { checkMessage, claims, matchDice, openSigned, relayKeys, shownBefore, shownDice, signedFaces } from "../scripts/check.mjs";
+import { checkMessage, claims, firstShown, matchDice, openSigned, relayKeys, shownBefore, shownDice, signedFaces } from "../scripts/check.mjs";
 import { bytesToBase64 } from "../scripts/messages.mjs";
 import { encodeMsgpack, signedBytes } from "../../js/tablerelay.js";
 import { HarnessLocalization } from "./localization.mjs";
@@ -215,7 +215,8 @@ describe("a roll shown twice", () => {
       { id: "f", flags: { ...at, epoch: "ep2", seq: 4 } },
       { id: "g", flags: { via: false } },
     ];
-    const before = (id) => shownBefore(chat.find((m) => m.id === id), chat);
+    const first = firstShown(chat);
+    const before = (id) => shownBefore(chat.find((m) => m.id === id), first);
     assert.deepEqual(before("b"), [], "the whisper and the sealed card are two forms of one roll");
     assert.deepEqual(before("c"), []);
     assert.deepEqual(before("d"), [4]);

@@ -261,6 +261,11 @@ export class World {
     return client;
   }
 
+  /** A message's create, update or delete hook, on every client Foundry's server sends the message to. */
+  announce(hook, message) {
+    for (const c of this.clients) if (this.visibleTo(c.userId).includes(message) || hook === "deleteChatMessage") c.Hooks.callAll(hook, message, {}, message.author);
+  }
+
   leave(client) {
     this.clients.delete(client);
     if (![...this.clients].some((c) => c.userId === client.userId)) this.active.delete(client.userId);
@@ -284,16 +289,22 @@ class HarnessMessage {
     const user = this.world.users.find((u) => u.id === this.world.actingUser);
     return this.author === this.world.actingUser || Boolean(user?.isGM);
   }
-  async update(data) {
-    assert.ok(this.isOwner, "only the author or a GM may update a message");
+  /** Changes made before the message exists (preCreateChatMessage's updateSource): no hook, no owner check. */
+  applySource(data) {
     assertMessageData(data, this.world, { update: true });
     this.#apply(data);
+  }
+  async update(data) {
+    assert.ok(this.isOwner, "only the author or a GM may update a message");
+    this.applySource(data);
     this.updates = (this.updates ?? 0) + 1;
+    this.world.announce("updateChatMessage", this);
     return this;
   }
   async delete() {
     assert.ok(this.isOwner, "only the author or a GM may delete a message");
     this.world.messages = this.world.messages.filter((m) => m !== this);
+    this.world.announce("deleteChatMessage", this);
   }
 }
 
@@ -460,11 +471,12 @@ export class FoundryClient {
         assertMessageData(data, world);
         const message = new HarnessMessage(world, data, userId);
         // preCreateChatMessage runs on the creating client, which may still change the message's source.
-        message.updateSource = (changes) => message.update(changes);
+        message.updateSource = (changes) => message.applySource(changes);
         world.actingUser = userId;
         client.Hooks.callAll("preCreateChatMessage", message, data, {}, userId);
         delete message.updateSource;
         world.messages.push(message);
+        world.announce("createChatMessage", message);
         return message;
       },
     };

@@ -271,6 +271,8 @@ describe("relay events become chat messages", () => {
     await foundry(world, "Player0000000001", { token: room.player });
     const event = await gm.module.api.roll({ system: "daggerheart.attack", modifier: 3 }, { visibility: "gm", label: "Ambush" });
     await until(() => byFlag(world, event.seq).length === 2, 4000, "whisper and card");
+    // The GM's chat shows both before the reveal: the whisper and the card are two forms of one roll.
+    for (const m of byFlag(world, event.seq)) assert.doesNotMatch(await gm.renderedChecked(m), /tablerelay-failed/);
     const reveal = await gm.module.api.reveal(event.seq);
     await until(() => byFlag(world, event.seq).length === 1 && byFlag(world, event.seq)[0].flags.tablerelay.revealed === reveal.seq, 4000, "the reveal");
     const [message] = byFlag(world, event.seq);
@@ -280,6 +282,7 @@ describe("relay events become chat messages", () => {
     assert.equal(message.flags.tablerelay.verified, true, "the reveal's signature verifies");
     assert.equal(message.rolls[0].total, event.result.total);
     assert.match(await gm.renderedChecked(message), /matches its seal/);
+    assert.doesNotMatch(gm.rendered(message), /tablerelay-failed/, "the whisper it replaced is gone: no copy");
     assert.deepEqual(world.visibleTo("Player0000000002").filter((m) => m === message).length, 1);
   });
 
