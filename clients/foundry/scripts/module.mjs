@@ -15,6 +15,8 @@ import { connectionFormHTML, markHTML, panelHTML } from "./ui.mjs";
 export const MODULE_ID = "tablerelay";
 /** How long a faces request may take before the roll falls back or is refused. */
 export const FACES_TIMEOUT_MS = 8000;
+/** How long the relay's published keys may take to arrive. */
+const KEYS_TIMEOUT_MS = 10_000;
 /** Checks of chat messages kept, the newest: a message shown again after that is checked again. */
 const KEPT_CHECKS = 1000;
 /** How long a message this client could not check (no keys) waits before it is checked again. */
@@ -699,7 +701,8 @@ export class TableRelayModule {
   async #fetchKeys(/** @type {string} */ socket) {
     const url = new URL(".well-known/tablerelay-keys.json", socket.replace(/^ws/, "http"));
     try {
-      const response = await globalThis.fetch(url);
+      // A relay that does not answer leaves the marks unchecked, not "checking…" for good.
+      const response = await globalThis.fetch(url, { signal: AbortSignal.timeout(KEYS_TIMEOUT_MS) });
       return response.ok ? await relayKeys(await response.json()) : null;
     } catch {
       return null;
