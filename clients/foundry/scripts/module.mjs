@@ -51,6 +51,21 @@ export function relayAddress(text) {
   return url.toString();
 }
 
+/**
+ * The relay's page of one event (`/events/ROOM/SEQ` beside its socket), where anyone can see it as the relay
+ * stored it and check its signature in the browser.
+ * @param {string} socket  the relay's ws(s) address
+ * @param {string} room
+ * @param {number} seq
+ */
+export function eventPage(socket, room, seq) {
+  const url = new URL(socket);
+  url.protocol = url.protocol === "wss:" ? "https:" : "http:";
+  url.pathname = `/events/${encodeURIComponent(room)}/${Number(seq)}`;
+  url.search = "";
+  return url.href;
+}
+
 /** A short, non-secret key of a token: a stored session or resume cursor belongs to one token. */
 function tokenKey(/** @type {string} */ token) {
   return token.slice(-12);
@@ -584,7 +599,12 @@ export class TableRelayModule {
     const flags = message.flags?.[FLAG_SCOPE];
     const hasRolls = (message.rolls?.length ?? 0) > 0;
     if (!flags && !(hasRolls && this.setting("rolls") === "all")) return;
-    const options = { showVerified: Boolean(this.setting("showVerified")) };
+    const socket = relayAddress(this.setting("relayUrl"));
+    const room = typeof flags?.room === "string" ? flags.room : "";
+    const options = {
+      showVerified: Boolean(this.setting("showVerified")),
+      page: socket && room ? (/** @type {number} */ seq) => eventPage(socket, room, seq) : undefined,
+    };
     // A copy of an event the chat already shows is caught here, not with the kept check: the chat changes.
     const repeated = shownBefore({ id: String(message.id), flags }, this.#firstShown());
     const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? this.#kept(message)?.value);

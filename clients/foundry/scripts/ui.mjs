@@ -69,12 +69,15 @@ export function sealedCardHTML(event, i18n) {
  * failure is always shown, whatever the setting: it is the one thing a table must not miss.
  * @param {import("./check.mjs").Verdict | { state: "checking" }} verdict
  * @param {{ revealed?: number, sealed?: boolean } | undefined} flags  the message's flags.tablerelay
- * @param {{ showVerified: boolean }} options
+ * @param {{ showVerified: boolean, page?: (seq: number) => string }} options  `page`: the relay's page of an
+ *   event (/events/ROOM/SEQ), which each seq links to
  * @param {Localizer} i18n
  */
-export function markHTML(verdict, flags, { showVerified }, i18n) {
+export function markHTML(verdict, flags, { showVerified, page }, i18n) {
   const seqs = "seqs" in verdict ? (verdict.seqs ?? []) : [];
-  const where = seqs.length ? ` #${seqs.join(", #")}` : "";
+  const seq = (/** @type {number} */ n) =>
+    page ? `<a href="${escapeHTML(page(n))}" target="_blank" rel="noopener noreferrer">#${Number(n)}</a>` : `#${Number(n)}`;
+  const where = seqs.length ? ` ${seqs.map(seq).join(", ")}` : "";
   const reason = "reason" in verdict ? verdict.reason : undefined;
   const worded = typeof reason === "string" ? reason : reason ? (reason.data ? i18n.format(reason.key, reason.data) : i18n.localize(reason.key)) : "";
   const mark = (/** @type {string} */ kind, /** @type {string} */ icon, /** @type {string} */ title, /** @type {string} */ text) =>

@@ -175,7 +175,8 @@ describe("relay events become chat messages", () => {
     assert.deepEqual(message.whisper, []);
     assert.equal(message.rolls[0].total, event.result.total, "the message's roll is the relay's");
     assert.match(message.flavor, /Knockback/);
-    assert.match(await gm.renderedChecked(message), /signed ✓ #/);
+    const base = server.url.replace(/^ws/, "http").replace(/\/ws$/, "");
+    assert.ok((await gm.renderedChecked(message)).includes(`signed ✓ <a href="${base}/events/${room.room}/${event.seq}"`), "the seq links to the relay's page of the event");
     // The flags hold what checks the message later, offline: key id, signature and the exact signed bytes.
     const flags = message.flags.tablerelay;
     assert.equal(flags.verified, true);
@@ -349,14 +350,14 @@ describe("every client checks the marks itself", () => {
     for (const viewer of [gm, aria, brom]) {
       assert.deepEqual(await viewer.module.api.check(posted), { state: "verified", seqs: [event.seq] });
       assert.deepEqual(await viewer.module.api.check(own), { state: "verified", seqs: own.flags.tablerelay.seqs });
-      assert.match(await viewer.renderedChecked(own), /signed ✓ #/);
+      assert.match(await viewer.renderedChecked(own), /signed ✓ (<a [^>]*>)?#/);
     }
     // Shown before it is checked: "checking…" first, then the verdict in the same element.
     const again = await foundryRoll(aria, "1d20");
     const element = brom.render(again);
     assert.match(element.html(), /checking…/);
     await brom.module.verdict(again);
-    assert.match(element.html(), /signed ✓ #/);
+    assert.match(element.html(), /signed ✓ (<a [^>]*>)?#/);
     assert.doesNotMatch(element.html(), /checking…/);
   });
 
@@ -424,7 +425,7 @@ describe("every client checks the marks itself", () => {
     // A copy of the real message: the real dice, signed, shown a second time.
     const copy = await forge(aria, real);
     assert.deepEqual(await brom.module.api.check(copy), { state: "verified", seqs: [event.seq] }, "its signature and dice are the relay's");
-    for (const html of await seen(copy)) assert.match(html, new RegExp(`do not trust this roll: an earlier message already shows this relay event #${event.seq}<`));
+    for (const html of await seen(copy)) assert.match(html, new RegExp(`do not trust this roll: an earlier message already shows this relay event (<a [^>]*>)?#${event.seq}<`));
     assert.match(await gm.renderedChecked(real), /signed ✓/, "the original keeps its mark");
 
     // Aria's Foundry roll, reposted by Brom as his own.
