@@ -15,6 +15,8 @@ import { connectionFormHTML, markHTML, panelHTML } from "./ui.mjs";
 export const MODULE_ID = "tablerelay";
 /** How long a faces request may take before the roll falls back or is refused. */
 export const FACES_TIMEOUT_MS = 8000;
+/** Faces events kept for `unshown`, the newest. */
+const FACES_KEPT = 1000;
 /** How long the relay's published keys may take to arrive. */
 const KEYS_TIMEOUT_MS = 10_000;
 /** Checks of chat messages kept, the newest: a message shown again after that is checked again. */
@@ -128,6 +130,8 @@ export class TableRelayModule {
     this.keys = null;
     /** @type {Map<string, string>|null} which message shows each relay event first (check.firstShown), until the chat changes */
     this.shownIndex = null;
+    /** @type {Map<string, { seq: number, ts: number, actor: { id: string, name: string }, values: number[] }>} faces events received, by room:epoch:seq */
+    this.faces = new Map();
     this.broker = new FacesBroker({
       request: (request) => this.#requestFaces(request),
       connected: () => this.connected,
@@ -149,6 +153,11 @@ export class TableRelayModule {
        * @param {ChatMessage.Implementation} message
        */
       check: (message) => module.verdict(message),
+      /**
+       * The relay's rolls of faces for Foundry rolls that no chat message of this world shows, of those this
+       * client received in full (a GM, all but players' self rolls): a roll made and not shown, or one still on its way.
+       */
+      unshown: () => module.unshown(),
       reveal: (/** @type {number} */ seq) => module.#need().reveal(seq),
       resource: (/** @type {"fear"|"hope"} */ name, /** @type {"gain"|"spend"|"set"} */ op, /** @type {number} */ n, options = {}) =>
         module.#need().resource(name, op, n, options),
@@ -429,6 +438,7 @@ export class TableRelayModule {
       if (this.client !== client) return;
       this.#saveCursor(client);
       this.env.Hooks.callAll("tablerelay.event", event, info);
+      this.#noteFaces(client, event);
       this.posting = this.posting
         .then(() => this.#onEvent(client, event, info))
         .catch((/** @type {Error} */ err) => this.notify("error", "TABLERELAY.Notify.PostFailed", { seq: String(event.seq), error: err.message }));
@@ -615,6 +625,36 @@ export class TableRelayModule {
     void this.verdict(message).then((verdict) => {
       if (slot) slot.innerHTML = markHTML(verdict, flags, options, this.game.i18n);
     });
+  }
+
+  /**
+   * A faces event, kept (the newest FACES_KEPT) so `unshown` can tell which of them no message shows.
+   * @param {TableRelay} client @param {any} event
+   */
+  #noteFaces(client, event) {
+    if (event?.kind !== "roll" || event.sealed === true || event.result?.system !== "faces" || !client.room?.id) return;
+    this.faces.set(`${client.room.id}:${event.epoch}:${event.seq}`, {
+      seq: Number(event.seq),
+      ts: Number(event.ts),
+      actor: { id: String(event.actor?.id ?? ""), name: String(event.actor?.name ?? "") },
+      values: (event.result.dice ?? []).map((/** @type {{ value: number }} */ d) => Number(d.value)),
+    });
+    if (this.faces.size > FACES_KEPT) this.faces.delete(/** @type {string} */ (this.faces.keys().next().value));
+  }
+
+  /**
+   * The relay's faces that no chat message of this world shows (see the API's `unshown`), oldest first.
+   * The room's dense seq is what shows every roll; this is that, for the faces a Foundry roll asked for.
+   */
+  unshown() {
+    const shown = new Set();
+    /** @type {ChatMessage.Stored[]} */
+    const chat = this.game.messages.contents;
+    for (const m of chat) {
+      const f = m.flags?.[FLAG_SCOPE];
+      if (f && Array.isArray(f.seqs)) for (const seq of f.seqs) shown.add(`${f.room}:${f.epoch}:${seq}`);
+    }
+    return [...this.faces.entries()].filter(([key]) => !shown.has(key)).map(([, faces]) => faces);
   }
 
   /**

@@ -448,6 +448,21 @@ describe("every client checks the marks itself", () => {
     assert.doesNotMatch(await gm.renderedChecked(typed), /✓/);
   });
 
+  test("the GM sees which of the relay's faces no chat message shows: a roll made again and kept quiet", async () => {
+    const { gm, aria } = await threeAtTable();
+    const quiet = aria.newRoll("1d20");
+    await aria.as(() => quiet.evaluate()); // rolled, not posted
+    const [quietSeq] = quiet.options.tablerelay.seqs;
+    const shown = await foundryRoll(aria, "1d20");
+    const [shownSeq] = shown.flags.tablerelay.seqs;
+    await until(() => gm.module.api.unshown().length >= 1 && gm.module.faces.size >= 2, 4000, "both faces events at the GM");
+    const unshown = gm.module.api.unshown();
+    assert.deepEqual(unshown.map((f) => f.seq), [quietSeq]);
+    assert.equal(unshown[0].actor.id, aria.game.user.getFlag("tablerelay", "participant"));
+    assert.deepEqual(unshown[0].values, quiet.dice[0].results.map((r) => r.result));
+    assert.ok(!unshown.some((f) => f.seq === shownSeq));
+  });
+
   test("a die set to another method makes the roll say it is not the relay's", async () => {
     const room = createRoom();
     const world = table();
