@@ -63,12 +63,11 @@ def rules_numbers(value: Any) -> Any:
 
     A record holds every float as JavaScript's decimal string (``protocol.event_values``, spec/signing.md);
     the numbers themselves stay beside it (``rules_result``, stored with it), but a reveal's blob holds the
-    roll's event body only, and an export leaves them out (``exports.UNEXPORTED``; an import puts them back,
-    ``with_numbers``), so such a roll has ``"0.5"`` where the rules core had 0.5. Only a
-    dice formula makes a fraction, and the rules core keeps it in its term tree: a total (the result's, a
-    term's, a pool's roll), a pool's result, a count, a number term's value (a decimal in a formula). Only
-    those are read (a game system's result has no term tree). Returns ``value`` itself when it
-    holds no such string.
+    roll's event body only and an export leaves them out (``exports.UNEXPORTED``): ``with_numbers`` puts them
+    back. Only a dice formula makes a fraction, and the rules core keeps it in its term tree: a total (the
+    result's, a term's, a pool's roll), a pool's result, a count, a number term's value (a decimal in a
+    formula). Only those are read (a game system's result has no term tree). Returns ``value`` itself when
+    it holds no such string.
     """
     kind = type(value)
     if kind is list:
@@ -92,7 +91,7 @@ def rules_numbers(value: Any) -> Any:
 
 def with_numbers(record: dict[str, Any]) -> dict[str, Any]:
     """A roll record as the room keeps one: with ``rules_result`` beside it when its result holds fractions.
-    For records that come without it (an imported export: ``exports.UNEXPORTED``)."""
+    For records that come without it: an imported export (``exports.UNEXPORTED``), a reveal's blob."""
     if record.get("kind") != "roll" or "rules_result" in record or not isinstance(record.get("result"), dict):
         return record
     numbers = rules_numbers(record["result"])
@@ -113,7 +112,7 @@ def revealed_roll(record: Mapping[str, Any]) -> Mapping[str, Any]:
     if record["kind"] != "reveal":
         return record
     body: dict[str, Any] = msgpack.unpackb(record["blob"], raw=False)
-    return {**body, "visibility": "public", "rules_result": rules_numbers(body["result"])}
+    return with_numbers({**body, "visibility": "public"})
 
 
 def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:

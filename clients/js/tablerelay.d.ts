@@ -356,6 +356,10 @@ export declare const CLIENT_FIELDS: readonly string[];
 export declare function canonicalEncode(value: unknown): Uint8Array;
 /** The exact bytes an event's signature covers, for the room it was received in. */
 export declare function signedBytes(event: object, roomId: string): Uint8Array;
+/** What `signedBytes` made, read back: the room id and the event; null for bytes not of that form. */
+export declare function openSignedBytes(bytes: Uint8Array): { room: string; event: Record<string, unknown> } | null;
+/** The relay's page of one event (`/events/ROOM/SEQ`), from its ws(s) address. */
+export declare function eventPageUrl(relayUrl: string, roomId: string, seq: number): string;
 /** Check one event (as received, or as stored later with its kid and sig) against a key set. */
 export declare function verifyEvent(event: object, roomId: string, keys: KeySet): Promise<Verification>;
 /** Public keys by kid; JWKs whose kid does not match their key are left out. */

@@ -248,6 +248,44 @@ export function signedBytes(event, roomId) {
   return out.result();
 }
 
+const textDecoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * What `signedBytes` made, read back: the room id and the event, or null when the bytes are not of that form
+ * (the domain, the room id, a zero byte, the canonical event).
+ * @param {Uint8Array} bytes
+ * @returns {{ room: string, event: object } | null}
+ */
+export function openSignedBytes(bytes) {
+  if (bytes.length <= SIGNING_DOMAIN.length || SIGNING_DOMAIN.some((b, i) => bytes[i] !== b)) return null;
+  const end = bytes.indexOf(0, SIGNING_DOMAIN.length);
+  if (end < 0) return null;
+  try {
+    const room = textDecoder.decode(bytes.subarray(SIGNING_DOMAIN.length, end));
+    const event = decodeMsgpack(bytes.subarray(end + 1));
+    if (event === null || typeof event !== "object" || Array.isArray(event)) return null;
+    return { room, event };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The relay's page of one event, `/events/ROOM/SEQ` on the host of its socket's address: the event as the
+ * relay stored it (as the viewer may see it), its signature checked in the browser.
+ * @param {string} relayUrl the relay's ws(s) address
+ * @param {string} roomId
+ * @param {number} seq
+ */
+export function eventPageUrl(relayUrl, roomId, seq) {
+  const url = new URL(relayUrl);
+  url.protocol = url.protocol === "wss:" ? "https:" : "http:";
+  url.pathname = `/events/${encodeURIComponent(roomId)}/${seq}`;
+  url.search = "";
+  url.hash = "";
+  return url.href;
+}
+
 function fromBase64Url(text) {
   const b64 = text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4);
   const binary = atob(b64);

@@ -179,8 +179,8 @@ class _Table:
             renderer.encoded_for(key)
         if record["kind"] == "roll":
             # The server swallows and logs a renderer's exception (a card is optional); here it is a crash.
-            # It renders a fresh roll from the rules core's numbers, a stored one (history, a reveal's blob)
-            # from its record: both, as relay.formats.renderings does.
+            # It renders a fresh roll from the rules core's numbers, and one without them (a reveal's blob, an
+            # import) from its record's, read back (relay.formats.rules_numbers): both.
             gm_ids = self.room.committed.gm_ids()
             for result in (record.get("rules_result", record["result"]), rules_numbers(record["result"])):
                 to_foundry_message(

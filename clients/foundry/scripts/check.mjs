@@ -8,11 +8,9 @@
 // signed. Pure, apart from the signature check's WebCrypto: the module gives it the keys and what it knows
 // of the other messages.
 
-import { decodeMsgpack, ed25519Verify, importKeys, verifyCommitment } from "./client.mjs";
+import { decodeMsgpack, ed25519Verify, openSignedBytes, verifyCommitment } from "./client.mjs";
 import { resultFor } from "./fulfillment.mjs";
-
-const DOMAIN = new TextEncoder().encode("tablerelay-event-v1\0");
-const textDecoder = new TextDecoder("utf-8", { fatal: true });
+import { base64ToBytes } from "./messages.mjs";
 
 /**
  * A viewer's verdict on a message.
@@ -37,34 +35,6 @@ function why(key, data) {
  * @typedef {{ seq?: number, kid?: string, sig?: string, signed?: string }} StoredSignature
  */
 
-/** @param {string} text */
-function fromBase64(text) {
-  const binary = globalThis.atob(text);
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
-}
-
-/**
- * The room id and the event inside signed bytes (spec/signing.md: the domain, the room id, a zero byte,
- * the canonical event), or null when the bytes are not of that form.
- * @param {Uint8Array} bytes
- * @returns {{ room: string, event: Record<string, any> } | null}
- */
-export function openSigned(bytes) {
-  if (bytes.length <= DOMAIN.length || DOMAIN.some((b, i) => bytes[i] !== b)) return null;
-  const end = bytes.indexOf(0, DOMAIN.length);
-  if (end < 0) return null;
-  try {
-    const room = textDecoder.decode(bytes.subarray(DOMAIN.length, end));
-    const event = decodeMsgpack(bytes.subarray(end + 1));
-    if (event === null || typeof event !== "object" || Array.isArray(event)) return null;
-    return { room, event: /** @type {Record<string, any>} */ (event) };
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Check one stored signature with the relay's keys; the event it signs, or why not.
  * @param {StoredSignature} stored
@@ -79,8 +49,8 @@ export async function openVerified(stored, keys) {
   if (!key) return { reason: why("TABLERELAY.Check.UnknownKey", { kid: stored.kid.slice(0, 16) }) };
   let sig, bytes;
   try {
-    sig = fromBase64(stored.sig);
-    bytes = fromBase64(stored.signed);
+    sig = base64ToBytes(stored.sig);
+    bytes = base64ToBytes(stored.signed);
   } catch {
     return { reason: why("TABLERELAY.Check.Unreadable") };
   }
@@ -92,7 +62,7 @@ export async function openVerified(stored, keys) {
     ok = false;
   }
   if (!ok) return { reason: why("TABLERELAY.Check.BadSignature") };
-  const opened = openSigned(bytes);
+  const opened = /** @type {{ room: string, event: Record<string, any> } | null} */ (openSignedBytes(bytes));
   return opened ?? { reason: why("TABLERELAY.Check.NotAnEvent") };
 }
 
@@ -186,6 +156,16 @@ function belongs(opened, flags, seq) {
 }
 
 /**
+ * The relay events a message names: a Foundry roll's faces events, or the one event it shows.
+ * @param {Record<string, any>} flags
+ * @returns {number[]}
+ */
+function seqsOf(flags) {
+  if (Array.isArray(flags.seqs)) return flags.seqs.map(Number);
+  return flags.seq !== undefined ? [Number(flags.seq)] : [];
+}
+
+/**
  * The verdict on a message that needs no signature checked, or null: one that says its dice are not the
  * relay's, and a sealed card as posted. A sealed card carries no signature (messages.mjs, sealedFlags: the
  * poster's is the full form's) and shows no dice: nothing to vouch for until its reveal, which is checked.
@@ -197,8 +177,7 @@ function belongs(opened, flags, seq) {
 export function plainVerdict(flags, rolls) {
   if (!flags || flags.via !== true) return { state: "not-relay", reason: typeof flags?.reason === "string" ? flags.reason : undefined };
   if (flags.sealed === true && flags.sig === undefined) {
-    const seqs = flags.seq !== undefined ? [Number(flags.seq)] : [];
-    return (rolls ?? []).length ? { state: "failed", reason: why("TABLERELAY.Check.SealedDice"), seqs } : { state: "none" };
+    return (rolls ?? []).length ? { state: "failed", reason: why("TABLERELAY.Check.SealedDice"), seqs: seqsOf(flags) } : { state: "none" };
   }
   return null;
 }
@@ -214,7 +193,7 @@ export function plainVerdict(flags, rolls) {
 export async function checkMessage({ flags, rolls, authorParticipant, sharedParticipant = false }, { keys }) {
   const plain = plainVerdict(flags, rolls);
   if (plain || !flags) return plain ?? { state: "not-relay" };
-  const seqs = Array.isArray(flags.seqs) ? flags.seqs.map(Number) : flags.seq !== undefined ? [Number(flags.seq)] : [];
+  const seqs = seqsOf(flags);
   if (!keys) return { state: "unchecked", reason: why("TABLERELAY.Check.NoKeys"), seqs };
   if (keys.size === 0) return { state: "unchecked", reason: why("TABLERELAY.Check.NotSigning"), seqs };
   const fail = (/** @type {Reason} */ reason) => /** @type {Verdict} */ ({ state: "failed", reason, seqs });
@@ -340,14 +319,6 @@ export function shownBefore(message, first) {
     .filter((claim) => first.has(claim) && first.get(claim) !== message.id)
     .map((claim) => Number(claim.split(":").at(-2)));
   return [...new Set(repeated)].sort((x, y) => x - y);
-}
-
-/**
- * The relay's keys as the check needs them, from a JWK Set or list (the welcome's `keys`).
- * @param {import("./client.mjs").KeySet} keys
- */
-export function relayKeys(keys) {
-  return importKeys(keys);
 }
 
 /** A failed verdict for a message that shows relay events an earlier message already showed. */

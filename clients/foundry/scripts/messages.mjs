@@ -106,6 +106,14 @@ export function bytesToBase64(bytes) {
   return globalThis.btoa(text);
 }
 
+/** What `bytesToBase64` wrote, as bytes again (a message's stored signature, to check it). */
+export function base64ToBytes(/** @type {string} */ text) {
+  const binary = globalThis.atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
 /**
  * The messages to create for a roll event, as this client received it.
  * @param {any} event  a relay `roll` event (full or sealed)

@@ -5,8 +5,8 @@
 // Foundry clients side by side in one process, each with its own harness of the globals.
 
 import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
-import { TableRelay, TableRelayError } from "./client.mjs";
-import { checkMessage, firstShown, plainVerdict, relayKeys, shownBefore, shownTwice } from "./check.mjs";
+import { TableRelay, TableRelayError, eventPageUrl, importKeys } from "./client.mjs";
+import { checkMessage, firstShown, plainVerdict, shownBefore, shownTwice } from "./check.mjs";
 import { CommandError, parseCommand } from "./commands.mjs";
 import { FacesBroker, METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, revealUpdate, rollMessages, signatureOf } from "./messages.mjs";
@@ -51,21 +51,6 @@ export function relayAddress(text) {
   if (url.pathname === "/" || url.pathname === "") url.pathname = "/ws";
   url.hash = "";
   return url.toString();
-}
-
-/**
- * The relay's page of one event (`/events/ROOM/SEQ` beside its socket), where anyone can see it as the relay
- * stored it and check its signature in the browser.
- * @param {string} socket  the relay's ws(s) address
- * @param {string} room
- * @param {number} seq
- */
-export function eventPage(socket, room, seq) {
-  const url = new URL(socket);
-  url.protocol = url.protocol === "wss:" ? "https:" : "http:";
-  url.pathname = `/events/${encodeURIComponent(room)}/${Number(seq)}`;
-  url.search = "";
-  return url.href;
 }
 
 /** A short, non-secret key of a token: a stored session or resume cursor belongs to one token. */
@@ -536,7 +521,8 @@ export class TableRelayModule {
     /** @type {Partial<Record<string, string>>} the fulfillment method per denomination (d4 … d100) */
     const config = this.game.settings.get("core", "diceConfiguration") ?? {};
     const fallback = this.env.CONFIG.Dice.fulfillment.defaultMethod;
-    const terms = (roll.dice ?? []).filter((/** @type {any} */ t) => (config[t.denomination] || fallback) === METHOD);
+    const methodOf = (/** @type {any} */ t) => config[t.denomination] || fallback;
+    const terms = (roll.dice ?? []).filter((/** @type {any} */ t) => methodOf(t) === METHOD);
     const mode = roll.options?.rollMode ?? this.game.settings.get("core", "rollMode");
     let visibility = visibilityOf(mode);
     // Foundry evaluates a blind roll in the roller's own browser, so the roller's client must see its faces.
@@ -545,9 +531,9 @@ export class TableRelayModule {
     const context = await this.broker.prefetch(terms, about);
     // Dice the user set to another method (typed in by hand, say) make the whole roll not the relay's: its
     // message says so itself, as every other client's check of it would.
-    const others = (roll.dice ?? []).filter((/** @type {any} */ t) => !terms.includes(t));
+    const others = (roll.dice ?? []).filter((/** @type {any} */ t) => methodOf(t) !== METHOD);
     if (others.length && context.via) {
-      const dice = [...new Set(others.map((/** @type {any} */ t) => `${t.denomination} (${config[t.denomination] || fallback})`))].join(", ");
+      const dice = [...new Set(others.map((/** @type {any} */ t) => `${t.denomination} (${methodOf(t)})`))].join(", ");
       Object.assign(context, { via: false, reason: this.text("TABLERELAY.Reason.OtherMethod", { dice }) });
     }
     roll.options = { ...(roll.options ?? {}), tablerelay: context };
@@ -613,11 +599,11 @@ export class TableRelayModule {
     const room = typeof flags?.room === "string" ? flags.room : "";
     const options = {
       showVerified: Boolean(this.setting("showVerified")),
-      page: socket && room ? (/** @type {number} */ seq) => eventPage(socket, room, seq) : undefined,
+      page: socket && room ? (/** @type {number} */ seq) => eventPageUrl(socket, room, seq) : undefined,
     };
     // A copy of an event the chat already shows is caught here, not with the kept check: the chat changes.
     const repeated = shownBefore({ id: String(message.id), flags }, this.#firstShown());
-    const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? this.#kept(message)?.value);
+    const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? this.#kept(this.#checkKey(message))?.value);
     const target = element.querySelector(".message-content") ?? element;
     target.insertAdjacentHTML("beforeend", `<div data-tablerelay-mark>${markHTML(known ?? { state: "checking" }, flags, options, this.game.i18n)}</div>`);
     if (known) return;
@@ -647,14 +633,8 @@ export class TableRelayModule {
    * The room's dense seq is what shows every roll; this is that, for the faces a Foundry roll asked for.
    */
   unshown() {
-    const shown = new Set();
-    /** @type {ChatMessage.Stored[]} */
-    const chat = this.game.messages.contents;
-    for (const m of chat) {
-      const f = m.flags?.[FLAG_SCOPE];
-      if (f && Array.isArray(f.seqs)) for (const seq of f.seqs) shown.add(`${f.room}:${f.epoch}:${seq}`);
-    }
-    return [...this.faces.entries()].filter(([key]) => !shown.has(key)).map(([, faces]) => faces);
+    const shown = this.#firstShown();
+    return [...this.faces.entries()].filter(([key]) => !shown.has(`${key}:faces`)).map(([, faces]) => faces);
   }
 
   /**
@@ -683,7 +663,8 @@ export class TableRelayModule {
    * @returns {Promise<import("./check.mjs").Verdict>}
    */
   verdict(message) {
-    const kept = this.#kept(message);
+    const key = this.#checkKey(message);
+    const kept = this.#kept(key);
     if (kept) return kept.promise;
     const rolls = message.rolls ?? [];
     const keys = this.#relayKeys();
@@ -692,7 +673,7 @@ export class TableRelayModule {
       promise: keys.then((found) => checkMessage({ flags: message.flags?.[FLAG_SCOPE], rolls, ...this.#authorOf(message) }, { keys: found })),
       keys,
     };
-    this.checks.set(this.#checkKey(message), entry);
+    this.checks.set(key, entry);
     // A long session renders thousands of messages; the oldest checks go first (Foundry shows the newest).
     if (this.checks.size > KEPT_CHECKS) this.checks.delete(/** @type {string} */ (this.checks.keys().next().value));
     void entry.promise.then((verdict) => (entry.value = verdict));
@@ -702,10 +683,9 @@ export class TableRelayModule {
   /**
    * A kept check of this message, unless it could not be made (no keys then) and the keys have changed since
    * (a welcome came, or a failed fetch is due again): then the message is checked again.
-   * @param {ChatMessage.Implementation} message
+   * @param {string} key  the message's `#checkKey`
    */
-  #kept(message) {
-    const key = this.#checkKey(message);
+  #kept(key) {
     const kept = this.checks.get(key);
     if (!kept) return undefined;
     if (kept.value?.state === "unchecked" && kept.keys !== this.#relayKeys()) {
@@ -745,7 +725,7 @@ export class TableRelayModule {
     if (kept?.source === source && !(kept.failed !== undefined && Date.now() - kept.failed > UNCHECKED_RETRY_MS)) return kept.keys;
     /** @type {Promise<Map<string, { x: Uint8Array }>|null>} */
     let keys;
-    if (Array.isArray(source)) keys = relayKeys(source);
+    if (Array.isArray(source)) keys = importKeys(source);
     else if (source) keys = this.#fetchKeys(String(source));
     else keys = Promise.resolve(null);
     /** @type {NonNullable<TableRelayModule["keys"]>} */
@@ -763,7 +743,7 @@ export class TableRelayModule {
     try {
       // A relay that does not answer leaves the marks unchecked, not "checking…" for good.
       const response = await globalThis.fetch(url, { signal: AbortSignal.timeout(KEYS_TIMEOUT_MS) });
-      return response.ok ? await relayKeys(await response.json()) : null;
+      return response.ok ? await importKeys(await response.json()) : null;
     } catch {
       return null;
     }

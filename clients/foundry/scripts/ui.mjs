@@ -79,7 +79,7 @@ export function markHTML(verdict, flags, { showVerified, page }, i18n) {
     page ? `<a href="${escapeHTML(page(n))}" target="_blank" rel="noopener noreferrer">#${Number(n)}</a>` : `#${Number(n)}`;
   const where = seqs.length ? ` ${seqs.map(seq).join(", ")}` : "";
   const reason = "reason" in verdict ? verdict.reason : undefined;
-  const worded = typeof reason === "string" ? reason : reason ? (reason.data ? i18n.format(reason.key, reason.data) : i18n.localize(reason.key)) : "";
+  const worded = typeof reason === "string" ? reason : reason ? i18n.format(reason.key, reason.data ?? {}) : "";
   const mark = (/** @type {string} */ kind, /** @type {string} */ icon, /** @type {string} */ title, /** @type {string} */ text) =>
     `<div class="tablerelay-mark tablerelay-${kind}" title="${title}"><i class="fa-solid ${icon}"></i> ${text}</div>`;
   switch (verdict.state) {

@@ -261,9 +261,14 @@ export class World {
     return client;
   }
 
-  /** A message's create, update or delete hook, on every client Foundry's server sends the message to. */
-  announce(hook, message) {
-    for (const c of this.clients) if (this.visibleTo(c.userId).includes(message) || hook === "deleteChatMessage") c.Hooks.callAll(hook, message, {}, message.author);
+  /** The clients Foundry's server sends a message (and its changes) to. */
+  recipients(message) {
+    return [...this.clients].filter((c) => this.visibleTo(c.userId).includes(message));
+  }
+
+  /** A message's create, update or delete hook, on each of its recipients. */
+  announce(hook, message, recipients = this.recipients(message)) {
+    for (const c of recipients) c.Hooks.callAll(hook, message, {}, message.author);
   }
 
   leave(client) {
@@ -303,8 +308,9 @@ class HarnessMessage {
   }
   async delete() {
     assert.ok(this.isOwner, "only the author or a GM may delete a message");
+    const recipients = this.world.recipients(this);
     this.world.messages = this.world.messages.filter((m) => m !== this);
-    this.world.announce("deleteChatMessage", this);
+    this.world.announce("deleteChatMessage", this, recipients);
   }
 }
 

@@ -7,7 +7,8 @@ import { CommandError, parseCommand } from "../scripts/commands.mjs";
 import { FacesBroker, RelayUnavailable, resultFor } from "../scripts/fulfillment.mjs";
 import { rollMessages } from "../scripts/messages.mjs";
 import { markHTML } from "../scripts/ui.mjs";
-import { eventPage, relayAddress } from "../scripts/module.mjs";
+import { relayAddress } from "../scripts/module.mjs";
+import { eventPageUrl } from "../scripts/client.mjs";
 import { HarnessLocalization } from "./localization.mjs";
 
 // lang/en.json as Foundry loads it, for the sentences the pure parts leave to be worded.
@@ -148,7 +149,7 @@ describe("marks", () => {
     assert.match(mark({ state: "checking" }, loud), /checking…/);
     assert.equal(mark({ state: "checking" }, quiet), "");
     assert.equal(mark({ state: "none" }, loud), "");
-    const linked = mark({ state: "verified", seqs: [3, 4] }, { showVerified: true, page: (seq) => eventPage("wss://dice.example.org/ws", "r o", seq) });
+    const linked = mark({ state: "verified", seqs: [3, 4] }, { showVerified: true, page: (seq) => eventPageUrl("wss://dice.example.org/ws", "r o", seq) });
     assert.match(linked, /signed ✓ <a href="https:\/\/dice.example.org\/events\/r%20o\/3" target="_blank" rel="noopener noreferrer">#3<\/a>, <a [^>]*\/events\/r%20o\/4"/);
   });
 });

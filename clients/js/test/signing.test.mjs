@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import * as ed from "@noble/ed25519";
-import { canonicalEncode, decodeMsgpack, encodeMsgpack, importKeys, signedBytes, verifyEvent } from "../tablerelay.js";
+import { canonicalEncode, decodeMsgpack, encodeMsgpack, importKeys, openSignedBytes, signedBytes, verifyEvent } from "../tablerelay.js";
 import { closeAll, connect, createRoom, record, server, until } from "./helpers.mjs";
 
 after(closeAll);
@@ -174,5 +174,14 @@ describe("signed events", () => {
     ]);
     assert.equal(hex(canonicalEncode(2n ** 63n)), "cf8000000000000000");
     assert.throws(() => canonicalEncode({ total: 1.5 }), /fraction/);
+  });
+
+  test("openSignedBytes reads back the room and the event signedBytes wrote; other bytes are null", () => {
+    const event = { seq: 3, kind: "roll", result: { dice: [{ faces: 20, value: 7 }] }, sig: new Uint8Array(64), t: 1 };
+    const opened = openSignedBytes(signedBytes(event, "room-ü"));
+    assert.equal(opened.room, "room-ü");
+    assert.deepEqual(opened.event, { seq: 3, kind: "roll", result: { dice: [{ faces: 20, value: 7 }] } }, "what was signed, no more");
+    assert.equal(openSignedBytes(new TextEncoder().encode("tablerelay-event-v2\0room\0")), null);
+    assert.equal(openSignedBytes(new Uint8Array([1, 2, 3])), null);
   });
 });

@@ -7,6 +7,8 @@
 // mark of a signed event. Text the bridge writes itself is escaped exactly like the renderer's: every
 // character Roll20 could act on becomes an HTML character reference, which Roll20 shows and never parses.
 
+import { eventPageUrl } from "../../js/tablerelay.js";
+
 /** @typedef {import("../../js/tablerelay.d.ts").RelayEvent} RelayEvent */
 /** @typedef {import("../../js/tablerelay.d.ts").OpenRollEvent} OpenRollEvent */
 /** @typedef {"main" | "sealed" | "whisper"} Slot */
@@ -57,21 +59,9 @@ export function eventTag({ roomId, epoch }, seq, slot) {
   return `${roomId.slice(0, 8)}.${epoch.slice(0, 4)} #${seq}${suffix}`;
 }
 
-/**
- * The relay's page for one event, for the verification link. The relay does not serve such a page yet
- * (docs/roll20.md, "Verified mark"); the address is built in one place so it is one line to change.
- * @param {string} relayUrl the relay's WebSocket address (ws://host:port/ws or wss://…)
- * @param {string} roomId
- * @param {number} seq
- */
-export function eventPageUrl(relayUrl, roomId, seq) {
-  const url = new URL(relayUrl);
-  url.protocol = url.protocol === "wss:" ? "https:" : "http:";
-  url.pathname = `/events/${encodeURIComponent(roomId)}/${seq}`;
-  url.search = "";
-  url.hash = "";
-  return url.href;
-}
+// The relay's page for one event, for the verification link: the JS client's (the Foundry module's marks link
+// to it too).
+export { eventPageUrl };
 
 /**
  * The verification hook for signed events (spec: signing.md). Events carry `kid` and `sig` once the relay
