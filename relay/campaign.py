@@ -3,8 +3,10 @@
 (``room export`` lives in ``relay.commands``; ``--stored`` writes what ``import`` takes.)
 
 - Import checks everything before it stores anything: the file is a stored export, every signature
-  verifies (with the file's keys, or ``--keys``), seqs run 1, 2, 3 … without a hole, and the records fold
-  (``relay.state``) as the server would fold them. A room id that already exists is refused: nothing is
+  verifies (with the file's keys, or ``--keys``), seqs run 1, 2, 3 … without a hole up to the header's
+  last seq, each record has the fields the server writes for its kind (``relay.records``: a hidden roll's
+  seal opens to the roll, a reveal publishes that seal), and the records fold (``relay.state``) as the
+  server would fold them. A room id that already exists is refused: nothing is
   merged into or over an existing room.
 - Archive appends an ``archive`` event, so the room is read-only wherever its log is read. With a server
   serving the data folder, the command asks that server over its WebSocket (as an operator with a GM
@@ -25,9 +27,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from relay import auth, exports, public, signing
+from relay import auth, exports, public, records, signing
 from relay.config import ConfigError
-from relay.formats import with_numbers
+from relay.formats import RENDERERS, RenderError, renderings, with_numbers
 from relay.log.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
 from relay.log.sqlite import (
     append_sync,
@@ -90,19 +92,34 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ImportRefused(f"the header's room lacks {exc} (an export from an older version?)") from exc
-    # The numbers an export leaves out go back beside each roll with fractions, as the room keeps them.
-    records = [with_numbers({k: v for k, v in e.items() if k not in ("kid", "sig")}) for e in export.events]
-    if records and records[0]["seq"] != 1:
-        raise ImportRefused(f"the events start at seq {records[0]['seq']}, not 1: the export is cut short")
+    out: list[dict[str, Any]] = []
     state = RoomState()
-    try:
-        for record in records:
-            if record.get("epoch") != info.epoch:
-                raise ImportRefused(f"event {record['seq']} belongs to another epoch than the header's")
+    for event in export.events:
+        # The numbers an export leaves out go back beside each roll with fractions, as the room keeps them.
+        record = with_numbers({k: v for k, v in event.items() if k not in ("kid", "sig")})
+        seq, kind = record["seq"], record.get("kind", "?")
+        try:
+            records.check(record)
+        except records.RecordError as exc:
+            raise ImportRefused(f"event {seq} ({kind}) is not one this server writes: {exc}") from exc
+        if record["epoch"] != info.epoch:
+            raise ImportRefused(f"event {seq} belongs to another epoch than the header's")
+        if kind == "reveal":
+            opened = state.sealed.get(record["of"])
+            if opened is not None and (opened.blob, opened.nonce) != (record["blob"], record["nonce"]):
+                raise ImportRefused(f"event {seq} reveals another roll than the one at {record['of']}")
+        try:
             state.apply(record)
-    except (FoldError, KeyError, TypeError) as exc:
-        raise ImportRefused(f"the events do not make a room: {exc}") from exc
-    return info, records
+        except FoldError as exc:
+            raise ImportRefused(f"the events do not make a room: {exc}") from exc
+        if kind == "roll":
+            # Every client that asks gets the roll's Foundry and Roll20 renderings, so they must exist.
+            try:
+                renderings(record, frozenset(RENDERERS), state.gm_ids(), strict=True)
+            except RenderError as exc:
+                raise ImportRefused(f"event {seq} (roll) is not one this server writes: {exc}") from exc
+        out.append(record)
+    return info, out
 
 
 def room_import_command(args: argparse.Namespace) -> int:
@@ -131,7 +148,7 @@ def room_import_command(args: argparse.Namespace) -> int:
     if _cluster(config):
         from relay import nats_campaign
 
-        return nats_campaign.import_room(config, args.file, info, records)
+        return nats_campaign.import_room(config, args.file, info, records, args.keys)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         try:
             import_room_sync(conn, info, records, max_rooms=config.limits.max_rooms)
@@ -146,8 +163,22 @@ def room_import_command(args: argparse.Namespace) -> int:
             )
         except RoomLimitReached as exc:
             return _fail(str(exc), 1)
-    print(f"Imported room {info.name!r} ({info.id}) with {len(records)} events; every signature verified.")
+    print(imported(info, len(records), args.keys))
     return 0
+
+
+def imported(info: RoomInfo, count: int, keys_file: str | None) -> str:
+    """What a successful import says, naming the keys that vouched for the file."""
+    if keys_file:
+        source = f"the key set in {keys_file}"
+    else:
+        # A file's own keys prove only that the file is whole; whose they are is what --keys answers.
+        source = (
+            "the file's own keys (to know the file came from a given server, import with "
+            "--keys and that server's /.well-known/tablerelay-keys.json)"
+        )
+    head = f"Imported room {info.name!r} ({info.id}) with {count} events"
+    return f"{head}; every signature verified with {source}."
 
 
 # -- archive -----------------------------------------------------------------------------------------------

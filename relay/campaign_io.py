@@ -106,6 +106,6 @@ async def export_download(relay: Relay, request: Request, path: str) -> tuple[in
     out = io.BytesIO()
     info = handle.room.info
     events = exports.public_events(records, info, relay.keyring)
-    await asyncio.to_thread(exports.write, out, "jsonl", exports.header(info, relay.keyring), events)
+    await asyncio.to_thread(exports.write, out, "jsonl", exports.header(info, relay.keyring, upto), events)
     logger.info("export_downloaded", room=room_id, events=len(records))
     return 200, out.getvalue(), "application/x-ndjson"

@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         "import",
         help="add a room from a stored export (checked first; an existing room id is refused)",
         description="Add the room a 'room export --stored' file holds, with its id, epoch and every "
-        "event, after checking every signature, the seqs and the fold. Refuses a room id that exists.",
+        "event, after checking every signature, the seqs, each event's fields and the fold. Refuses a room "
+        "id that exists.",
     )
     importing.add_argument("file", help="an export made with 'tablerelay room export ROOM --stored'")
     importing.add_argument("--keys", help="a JWK Set to trust instead of the keys in the file's header")

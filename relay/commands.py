@@ -319,7 +319,8 @@ def room_export_command(args: argparse.Namespace) -> int:
         events = exports.stored_events(records, info, keyring)
     else:
         events = exports.public_events(records, info, keyring)
-    head = exports.header(info, keyring, "stored" if stored else "public")
+    last_seq = records[-1]["seq"] if records else 0
+    head = exports.header(info, keyring, last_seq, "stored" if stored else "public")
     if args.output and args.output != "-":
         with open(args.output, "wb") as out:
             count = exports.write(out, args.format, head, events)

@@ -53,12 +53,17 @@ class Export:
     keys: list[dict[str, Any]]
     events: list[dict[str, Any]]
     form: str = "public"
+    #: The room's last seq as the header gives it; ``None`` in exports written before the header had it.
+    last_seq: int | None = None
 
 
-def header(info: RoomInfo, keyring: Keyring, form: str = "public") -> dict[str, Any]:
+def header(info: RoomInfo, keyring: Keyring, last_seq: int, form: str = "public") -> dict[str, Any]:
+    """The export's first entry. ``seq`` is the room's last seq the export runs to: without it, a file cut
+    short at an entry's end (a full disk, a copy stopped part way) would read as a shorter room."""
     head: dict[str, Any] = {
         "t": HEADER,
         "v": VERSION,
+        "seq": last_seq,
         "room": {
             "id": info.id,
             "name": info.name,
@@ -138,12 +143,16 @@ def read(data: bytes) -> Export:
     items: list[Any]
     if data.lstrip()[:1] == b"{":
         items = []
-        for number, line in enumerate(data.splitlines(), 1):
+        lines = data.splitlines()
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 items.append(_from_json(json.loads(line)))
             except ValueError as exc:
+                if number == len(lines) and not data.endswith(b"\n"):
+                    # The export ends every line with a newline: a last line without one was cut.
+                    raise ExportError(f"line {number} ends part way: the file was cut short") from exc
                 raise ExportError(f"line {number} is not JSON: {exc}") from exc
     else:
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, timestamp=0)
@@ -152,6 +161,11 @@ def read(data: bytes) -> Export:
             items = list(unpacker)
         except Exception as exc:
             raise ExportError(f"the file is neither JSON Lines nor a MessagePack stream: {exc}") from exc
+        # The unpacker stops quietly at an entry it has only part of: the last one, when the file was cut.
+        if unpacker.tell() != len(data):
+            raise ExportError(
+                f"the file ends inside entry {len(items) + 1}, at byte {len(data):,}: it was cut short"
+            )
     if not items:
         raise ExportError("the file is empty")
     head = items[0]
@@ -167,17 +181,25 @@ def read(data: bytes) -> Export:
     for i, event in enumerate(events, 2):
         if not isinstance(event, dict) or not isinstance(event.get("seq"), int):
             raise ExportError(f"entry {i} is not an event (a map with a seq)")
+    last_seq = head.get("seq")
+    if last_seq is not None and (type(last_seq) is not int or last_seq < 0):
+        raise ExportError(f"the header's seq {last_seq!r} is not a count of events")
     form = head.get("form", "public")
     if form not in FORMS:
         raise ExportError(f"the header's form {form!r} is not one of {', '.join(FORMS)}")
-    return Export(room, keys, events, form)
+    return Export(room, keys, events, form, last_seq)
 
 
 # -- checking ------------------------------------------------------------------------------------------
 
 
+def _events(first: int, last: int) -> str:
+    return f"event {first} is" if first == last else f"events {first}–{last} are"
+
+
 def failures(export: Export, keys: Any = None) -> list[str]:
-    """A sentence for every event that does not verify and every hole in the seqs; empty when all is well.
+    """A sentence for every event that does not verify and every hole in the seqs (at the start, between
+    events, and at the end the header names); empty when all is well.
 
     ``keys`` is the key set to trust (the server's JWK Set); by default the header's own.
     """
@@ -187,12 +209,12 @@ def failures(export: Export, keys: Any = None) -> list[str]:
         raise ExportError(str(exc)) from exc
     room_id = export.room["id"]
     out: list[str] = []
-    expected = None
+    expected = 1
     for event in export.events:
         seq = event["seq"]
-        if expected is not None and seq != expected:
+        if seq != expected:
             out.append(
-                f"events {expected}–{seq - 1} are missing"
+                f"{_events(expected, seq - 1)} missing"
                 if seq > expected
                 else f"event {seq} comes again, or out of order, after {expected - 1}"
             )
@@ -200,4 +222,13 @@ def failures(export: Export, keys: Any = None) -> list[str]:
         reason = check(event, room_id, table)
         if reason is not None:
             out.append(f"event {seq} ({event.get('kind', '?')}) does not verify: {reason}")
+    last = export.events[-1]["seq"] if export.events else 0
+    if export.last_seq is not None and last < export.last_seq:
+        ran = "has no events" if not export.events else f"ends at seq {last}"
+        out.append(
+            f"the file {ran}, but its header says the room ran to seq {export.last_seq}: "
+            f"{_events(last + 1, export.last_seq)} cut off"
+        )
+    elif export.last_seq is not None and last > export.last_seq:
+        out.append(f"the file runs to seq {last}, past the seq {export.last_seq} its header says it ends at")
     return out

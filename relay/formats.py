@@ -115,31 +115,43 @@ def revealed_roll(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return with_numbers({**body, "visibility": "public"})
 
 
-def renderings(record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str]) -> dict[str, Any]:
+class RenderError(Exception):
+    """A roll a renderer could not render (``renderings(..., strict=True)``); says which and why."""
+
+
+def _call(name: str, fn: Callable[..., Any], record: Mapping[str, Any], gm_ids: list[str]) -> Any:
+    # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
+    # fraction); what they return goes on the wire without floats.
+    result = record.get("rules_result", record["result"])
+    if name == "roll20":
+        return event_values(fn(result))
+    extra = {"label": record["label"]} if _takes_label(fn) else {}
+    return event_values(fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra))
+
+
+#: Each format's renderer in ``rules.render``.
+RENDERERS = {"foundry": "to_foundry_message", "roll20": "to_roll20"}
+
+
+def renderings(
+    record: Mapping[str, Any], formats: frozenset[str], gm_ids: list[str], strict: bool = False
+) -> dict[str, Any]:
     """``{"foundry": ..., "roll20": ...}`` for the requested formats that can be rendered.
 
     A reveal is rendered as the roll it opens, shown to everyone: a VTT turns its sealed card into that roll.
+    A rendering that fails (or is not plain data) is left out and logged, since a card is optional; with
+    ``strict`` (an import's check of rolls it did not make) it raises ``RenderError`` instead.
     """
     out: dict[str, Any] = {}
     record = revealed_roll(record)
-    # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
-    # fraction); what they return goes on the wire without floats (and a rendering that is not plain data is
-    # left out, logged, like one that failed).
-    result = record.get("rules_result", record["result"])
-    if "foundry" in formats:
-        fn = _renderer("to_foundry_message")
-        if fn is not None:
-            try:
-                extra = {"label": record["label"]} if _takes_label(fn) else {}
-                rendered = fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra)
-                out["foundry"] = event_values(rendered)
-            except Exception:
-                log.exception("render_failed", format="foundry", seq=record["seq"])
-    if "roll20" in formats:
-        fn = _renderer("to_roll20")
-        if fn is not None:
-            try:
-                out["roll20"] = event_values(fn(result))
-            except Exception:
-                log.exception("render_failed", format="roll20", seq=record["seq"])
+    for name in sorted(formats & RENDERERS.keys()):
+        fn = _renderer(RENDERERS[name])
+        if fn is None:
+            continue
+        try:
+            out[name] = _call(name, fn, record, gm_ids)
+        except Exception as exc:
+            if strict:
+                raise RenderError(f"its {name} rendering fails ({type(exc).__name__}: {exc})") from exc
+            log.exception("render_failed", format=name, seq=record["seq"])
     return out

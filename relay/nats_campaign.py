@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from relay import stores
-from relay.campaign import _date, _fail, archive_record, confirm_delete
+from relay.campaign import _date, _fail, archive_record, confirm_delete, imported
 from relay.log.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
 
 
@@ -30,7 +30,7 @@ def _run(config: Any, work: Callable[[EventLog], Any]) -> Any:
         return _fail(str(exc), 1)
 
 
-def import_room(config: Any, file: str, info: RoomInfo, records: list[Record]) -> int:
+def import_room(config: Any, file: str, info: RoomInfo, records: list[Record], keys_file: str | None) -> int:
     async def work(log: EventLog) -> int:
         try:
             await log.import_room(info, records, max_rooms=config.limits.max_rooms)
@@ -44,9 +44,7 @@ def import_room(config: Any, file: str, info: RoomInfo, records: list[Record]) -
             )
         except (RoomLimitReached, ValueError) as exc:
             return _fail(f"{file} was not imported: {exc}", 1)
-        print(
-            f"Imported room {info.name!r} ({info.id}) with {len(records)} events; every signature verified."
-        )
+        print(imported(info, len(records), keys_file))
         return 0
 
     return int(_run(config, work))

@@ -105,7 +105,11 @@ def _check(value: Any) -> None:
 def canonical(value: Any) -> bytes:
     """The canonical MessagePack bytes of ``value`` (spec/signing.md)."""
     _check(value)
-    return _encode(value)
+    try:
+        return _encode(value)
+    except OverflowError as exc:
+        # Only a value read from JSON (an export file) can hold one; MessagePack's ints stop at 64 bits.
+        raise CanonicalError("an integer is out of MessagePack's range (-2**63 to 2**64 - 1)") from exc
 
 
 #: ``canonical`` without its walk, for a value already known to hold nothing else (a rendered form of a

@@ -7,6 +7,7 @@ the invite links, downloads the export (which ``tablerelay verify`` accepts) and
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,7 @@ def test_gm_panel_renames_merges_removes_rotates_exports_and_archives(
     download_info.value.save_as(export)
     lines = export.read_text().splitlines()
     assert len(lines) > 5
+    assert json.loads(lines[0])["seq"] == json.loads(lines[-1])["seq"], "the header names the last seq"
     checked = subprocess.run(
         [tablerelay_bin(), "verify", str(export)], capture_output=True, text=True, timeout=60, check=False
     )

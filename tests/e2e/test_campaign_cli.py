@@ -57,6 +57,10 @@ async def test_stored_export_verifies_and_imports_into_another_server(
 ) -> None:
     source = server_factory()
     room, facts = await played_room(source, clients)
+    status, _, published = source.get("/.well-known/tablerelay-keys.json")
+    assert status == 200
+    source_keys = source.data / "source-keys.json"
+    source_keys.write_text(published)
     await source.astop()
 
     public = source.data / "public.jsonl"
@@ -77,9 +81,16 @@ async def test_stored_export_verifies_and_imports_into_another_server(
     refused = await arun(target, "room", "import", str(public))
     assert refused.returncode == 1
     assert "public export" in refused.stderr
-    imported = await arun(target, "room", "import", str(stored))
+    # With --keys, the file must have come from the server whose key set it is: the target's own is not it.
+    target_keys = target.data / "target-keys.json"
+    target_keys.write_text(target.get("/.well-known/tablerelay-keys.json")[2])
+    foreign = await arun(target, "room", "import", str(stored), "--keys", str(target_keys))
+    assert foreign.returncode == 1
+    assert "is not in the key set" in foreign.stderr, foreign.stderr
+    imported = await arun(target, "room", "import", str(stored), "--keys", str(source_keys))
     assert imported.returncode == 0, imported.stderr
     assert room.id in imported.stdout
+    assert f"every signature verified with the key set in {source_keys}" in imported.stdout
     clash = await arun(target, "room", "import", str(stored))
     assert clash.returncode == 1
     assert "already exists" in clash.stderr
@@ -111,14 +122,36 @@ async def test_import_refuses_a_tampered_or_cut_export(
     changed[3]["ts"] += 1
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_text("\n".join(json.dumps(item) for item in changed) + "\n")
-    cut = tmp_path / "cut.jsonl"
-    cut.write_text("\n".join([lines[0], *lines[2:]]) + "\n")
+    assert json.loads(lines[0])["seq"] == len(lines) - 1, "the header names the room's last seq"
+    head_cut = tmp_path / "head-cut.jsonl"
+    head_cut.write_text("\n".join([lines[0], *lines[2:]]) + "\n")
+    # Cut at a line's end (a full disk, a copy stopped part way): every line left verifies, and only the
+    # header's seq shows that the room went on.
+    tail_cut = tmp_path / "tail-cut.jsonl"
+    tail_cut.write_text("\n".join(lines[:-2]) + "\n")
+    mid_line = tmp_path / "mid-line.jsonl"
+    mid_line.write_text("\n".join(lines)[:-20])
+    packed = tmp_path / "stored.msgpack"
+    made = await arun(source, "room", "export", room.id, "--stored", "--format", "msgpack", "-o", str(packed))
+    assert made.returncode == 0, made.stderr
+    mid_entry = tmp_path / "mid-entry.msgpack"
+    mid_entry.write_bytes(packed.read_bytes()[:-20])
     target = server_factory()
-    for path, words in ((tampered, "does not verify"), (cut, "not 1")):
+    last = len(lines) - 1
+    for path, words in (
+        (tampered, "does not verify"),
+        (head_cut, "event 1 is missing"),
+        (tail_cut, f"ends at seq {last - 2}, but its header says the room ran to seq {last}"),
+        (mid_line, f"line {last + 1} ends part way: the file was cut short"),
+        (mid_entry, f"ends inside entry {last + 1}"),
+    ):
         refused = await arun(target, "room", "import", str(path))
         assert refused.returncode == 1, refused
         assert words in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr
+        checked = await arun(target, "verify", str(path))
+        assert checked.returncode in (1, 2), checked
+        assert words in checked.stdout + checked.stderr, checked
     listing = await arun(target, "room", "list", "--json")
     assert json.loads(listing.stdout) == [], "nothing was stored by a refused import"
 

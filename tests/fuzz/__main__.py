@@ -2,8 +2,9 @@
 
     python -m tests.fuzz TARGET [libFuzzer flags] [CORPUS_DIR ...]
 
-TARGET is ``frames``, ``foundry`` or ``roll20``. Flags are libFuzzer's, e.g. ``-max_total_time=600``,
-``-runs=100000``, ``-timeout=10`` (seconds per input before it counts as a hang), ``-rss_limit_mb=2048``.
+TARGET is ``frames``, ``foundry``, ``imports`` or ``roll20``. Flags are libFuzzer's, e.g.
+``-max_total_time=600``, ``-runs=100000``, ``-timeout=10`` (seconds per input before it counts as a hang),
+``-rss_limit_mb=2048``.
 The first corpus folder receives the new inputs libFuzzer finds; pass a scratch folder first and the seed
 corpus ``tests/fuzz/corpus/TARGET`` second to keep the seeds as they are. A crash writes ``crash-…`` (or
 ``timeout-…``, ``oom-…``) under ``-artifact_prefix`` and exits non-zero; replay one input with
@@ -16,7 +17,7 @@ import sys
 
 import atheris  # type: ignore[import-untyped]  # types-atheris is not among the test extras
 
-NAMES = ("frames", "foundry", "roll20")
+NAMES = ("frames", "foundry", "imports", "roll20")
 
 
 def main(argv: list[str]) -> int:

@@ -72,6 +72,39 @@ def frames() -> list[dict[str, Any]]:
     return out
 
 
+def room_exports() -> list[bytes]:
+    """Exports of a room that took every frame above from its GM (hidden rolls left sealed): stored and
+    public, each in both encodings, and the same for the room's first three events."""
+    import io
+
+    from relay import exports, protocol
+    from tests.fuzz.targets import INFO, KEYRING, LIMITS, Table
+
+    table = Table(1)
+    assert table.gm is not None
+    for frame in frames():
+        try:
+            parsed = protocol.parse(msgpack.packb(frame, use_bin_type=True), LIMITS)
+        except protocol.FrameError:
+            continue  # the nearly valid ones
+        if not isinstance(parsed, protocol.Hello):
+            table.carry_out(table.room.handle(table.gm, parsed))
+    out = []
+    for records in (table.stored, table.stored[:3]):
+        for form in exports.FORMS:
+            for fmt in exports.FORMATS:
+                events = (exports.stored_events if form == "stored" else exports.public_events)(
+                    records, INFO, KEYRING
+                )
+                buffer = io.BytesIO()
+                exports.write(buffer, fmt, exports.header(INFO, KEYRING, records[-1]["seq"], form), events)
+                out.append(buffer.getvalue())
+    # Two cut short: at a line's end (only the header's seq shows it), and inside an entry.
+    out.append(b"".join(out[0].splitlines(keepends=True)[:-1]))
+    out.append(out[1][:-9])
+    return out
+
+
 def write(target: str, inputs: list[bytes]) -> None:
     folder = CORPUS / target
     folder.mkdir(parents=True, exist_ok=True)
@@ -83,6 +116,7 @@ def main() -> None:
     write("foundry", [f.encode() for f in COMMON_DICE + FOUNDRY_DICE])
     write("roll20", [f.encode() for f in COMMON_DICE + ROLL20_DICE])
     write("frames", [msgpack.packb(f, use_bin_type=True) for f in frames()])
+    write("imports", room_exports())
 
 
 if __name__ == "__main__":

@@ -9,30 +9,42 @@
   the input's own checksum (always the highest face, always 1, or seeded random), so a crash replays
   exactly. ``RulesError`` with ``bad_formula`` or ``limit`` is the expected refusal.
 
+- ``imports``: a room export file, through ``relay.exports.read`` and the offline check (what
+  ``tablerelay verify`` runs); its events are then signed again with the target's own key (a fuzzer forges
+  no signature, and a GM's own export of a strange room is signed), checked as ``tablerelay room import``
+  checks them, stored in SQLite, and the room served: loaded from the stored rows as the server loads it,
+  a welcome for a GM, a player and a spectator, every hidden roll revealed, a roll and a Fear spend.
+  ``ExportError`` and ``ImportRefused`` are the expected refusals; each needs a sentence.
+
 Each target also bounds one input's CPU time: a formula or frame that takes longer than ``SLOW_SECONDS``
 is a hang, reported as a crash (libFuzzer's ``-timeout`` is the backstop for a real infinite loop).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 import zlib
 from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
-from relay import protocol, visibility
+from relay import exports, protocol, visibility
 from relay.auth import Claims
+from relay.campaign import ImportRefused, checked_records
 from relay.config import Limits
 from relay.fanout import Forms, Renderer
 from relay.formats import rules_numbers
 from relay.log.base import RoomInfo
-from relay.room import Append, Broadcast, Pending, Room, Send, Session
-from relay.signing import Keyring
+from relay.log.sqlite import connect, import_room_sync, read_sync
+from relay.room import Append, Broadcast, Pending, Refused, Room, Send, Session
+from relay.signing import CanonicalError, Keyring
 from relay.state import RoomState
 from rules.dice import evaluate
 from rules.errors import RulesError
@@ -44,7 +56,8 @@ LIMITS = Limits()
 SLOW_SECONDS = 2.0
 INFO = RoomInfo(id="fuzz", name="Fuzz", epoch="e1", created=0, fear_max=12, hope_max=6)
 #: Frames are signed as the server signs them, so the canonical encoder is fuzzed with everything else.
-KEYRING = Keyring.of(Ed25519PrivateKey.generate())
+#: A fixed test key, so the exports ``seeds`` writes come out the same each time.
+KEYRING = Keyring.of(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
 
 
 class Hang(AssertionError):
@@ -126,37 +139,68 @@ def _check_refusal(exc: protocol.FrameError) -> None:
     protocol.encode(protocol.error_frame(exc.code, exc.message, rid))
 
 
-class _Table:
+class Table:
     """A room with a GM, a player (asking for both renderings) and a spectator, and a log that stores
     every append; each sent frame and each rendering is encoded as the server would."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, info: RoomInfo = INFO, stored: list[dict[str, Any]] | None = None) -> None:
+        """A fresh room, or the room ``stored`` (all its records) makes, loaded as the server loads it."""
         dice = FuzzDice(seed)
         nonces = iter(range(1, 1_000))
+        self.stored: list[dict[str, Any]] = []
+        state = RoomState()
+        for record in stored or ():
+            state.apply(record)
         self.room = Room(
-            INFO,
-            RoomState(),
+            info,
+            state,
             LIMITS,
             resolve=lambda intent: rules.resolve(intent, rng=dice),
             clock=lambda: 1_700_000_000_000,
             make_id=lambda: f"p{next(nonces)}",
             nonce=lambda: bytes(32),
         )
-        self.forms = Forms(INFO.id, KEYRING, LIMITS.history)
+        if stored:
+            self.room.remember(stored[-LIMITS.history :])
+        self.forms = Forms(info.id, KEYRING, LIMITS.history)
         self.sessions: list[Session] = []
         self.gm = self.join("gm", "gm-1", frozenset(protocol.FORMATS))
         self.player = self.join("player", None, frozenset(protocol.FORMATS))
         self.join("spectator", None, frozenset())
 
-    def join(self, role: str, sub: str | None, formats: frozenset[str]) -> Session:
-        session, join = self.room.admit(Claims(INFO.id, role, sub, None, None), None, formats)
+    def join(self, role: str, sub: str | None, formats: frozenset[str]) -> Session | None:
+        """A socket's hello and its welcome; None when the room refuses it (an imported room may have
+        removed ``gm-1``, or know it as a player)."""
+        room = self.room
+        try:
+            session, join = room.admit(Claims(room.id, role, sub, None, None), None, formats)
+        except Refused as exc:
+            if not exc.reason.endswith("."):
+                raise AssertionError(f"a refused hello needs a sentence: {exc.reason!r}") from exc
+            return None
         self.sessions.append(session)
         if join is not None:
             self.store(join)
+        # The welcome as the server builds it from the room's memory (``Relay._welcome``); encoded.
+        after, upto, _ = room.history_range(None)
+        records = room.recent_between(after, upto)
+        assert records is not None, "the room's memory holds what a fresh welcome shows"
+        history = [Renderer(r, room.committed, self.forms).frame(session) for r in records]
+        welcome = room.welcome(session, "token", history, False)
+        protocol.encode(welcome)
         return session
 
     def store(self, pending: Pending) -> None:
+        self.stored.extend(pending.records)
         self.carry_out(self.room.committed_append(pending))
+
+    def reveal_all(self) -> None:
+        """The GM reveals every hidden roll still sealed, so each reveal's rendering runs too."""
+        state = self.room.committed
+        if self.gm is None:
+            return
+        for seq in [s for s in state.sealed if state.is_hidden(s)]:
+            self.carry_out(self.room.handle(self.gm, protocol.Reveal(f"reveal-{seq}", seq)))
 
     def carry_out(self, actions: list[Any]) -> None:
         for action in actions:
@@ -203,17 +247,83 @@ def _frames(data: bytes) -> None:
         return
     if isinstance(frame, protocol.Hello):
         return  # what a hello carries is checked by its token, not here
-    table = _Table(zlib.crc32(data))
+    table = Table(zlib.crc32(data))
+    assert table.gm is not None, "a fresh room admits its GM"
+    assert table.player is not None, "a fresh room admits a player"
     # The same frame from a GM and then from a player: two sets of permissions, one parse.
     table.carry_out(table.room.handle(table.gm, frame))
     table.carry_out(table.room.handle(table.player, frame))
-    # Hidden rolls it made are revealed, so the reveal's rendering (the roll it opens) runs too.
-    for seq in [s for s in table.room.committed.sealed if table.room.committed.is_hidden(s)]:
-        table.carry_out(table.room.handle(table.gm, protocol.Reveal(f"reveal-{seq}", seq)))
+    table.reveal_all()
 
 
 def frames(data: bytes) -> None:
     _timed(data, lambda: _frames(data))
 
 
-TARGETS: dict[str, Callable[[bytes], None]] = {"frames": frames, "foundry": foundry, "roll20": roll20}
+# -- imports -------------------------------------------------------------------------------------------
+
+#: What a served imported room is asked to do after its welcomes.
+AFTER_IMPORT: tuple[protocol.Frame, ...] = tuple(
+    protocol.parse(msgpack.packb(frame), LIMITS)
+    for frame in (
+        {"t": "roll", "id": "r", "intent": {"system": "dice", "formula": "2d6"}, "visibility": "gm"},
+        {"t": "resource", "id": "f", "name": "fear", "op": "spend", "n": 1},
+    )
+)
+
+
+def _check_sentence(exc: Exception) -> None:
+    if not str(exc).strip():
+        raise AssertionError(f"a refused export needs a sentence: {exc!r}") from exc
+
+
+def signed_again(export: exports.Export) -> exports.Export:
+    """``export`` as its events would read had the target's key signed them, as a stored export."""
+    room_id = export.room["id"]
+    events = []
+    for event in export.events:
+        bare = {k: v for k, v in event.items() if k not in ("kid", "sig")}
+        try:
+            events.append({**bare, "kid": KEYRING.kid, "sig": KEYRING.sign(bare, room_id)})
+        except CanonicalError:
+            events.append(event)  # what no server could have signed stays as it came, and fails the check
+    return dataclasses.replace(export, keys=KEYRING.jwks()["keys"], events=events, form="stored")
+
+
+def _imports(data: bytes) -> None:
+    try:
+        export = exports.read(data)
+        exports.failures(export)
+    except exports.ExportError as exc:
+        _check_sentence(exc)
+        return
+    try:
+        info, records = checked_records(signed_again(export))
+    except (ImportRefused, exports.ExportError) as exc:
+        _check_sentence(exc)
+        return
+    with closing(connect(Path(":memory:"))) as conn:
+        import_room_sync(conn, info, records, max_rooms=LIMITS.max_rooms)
+        stored = read_sync(conn, info.id, 0, len(records) + 1)
+    if stored != records:
+        raise AssertionError("the stored rows do not read back as the imported records")
+    # Served: loaded as ``Relay._load`` loads a room (its state folded from the rows, its last ones in
+    # memory); each join gets a welcome, the GM reveals every hidden roll and rolls, and Fear is spent.
+    table = Table(zlib.crc32(data), info, stored)
+    for session in (table.gm, table.player):
+        if session is not None:
+            for frame in AFTER_IMPORT:
+                table.carry_out(table.room.handle(session, frame))
+    table.reveal_all()
+
+
+def imports(data: bytes) -> None:
+    _timed(data, lambda: _imports(data))
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "frames": frames,
+    "foundry": foundry,
+    "imports": imports,
+    "roll20": roll20,
+}

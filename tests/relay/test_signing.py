@@ -52,7 +52,17 @@ def test_map_keys_go_in_utf8_byte_order_at_every_depth() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"total": 0.5}, [1, 2.0], {1: "a"}, {"a": {2: 3}}, {"a": 1, 2: "b"}, {"s": {1, 2}}]
+    "bad",
+    [
+        {"total": 0.5},
+        [1, 2.0],
+        {1: "a"},
+        {"a": {2: 3}},
+        {"a": 1, 2: "b"},
+        {"s": {1, 2}},
+        {"ts": 2**64},  # JSON (an export file) holds any integer; MessagePack's stop at 64 bits
+        [-(2**63) - 1],
+    ],
 )
 def test_what_canonical_messagepack_cannot_hold_is_refused(bad: Any) -> None:
     with pytest.raises(signing.CanonicalError):

@@ -1,0 +1,159 @@
+"""The shape of a stored record: what ``tablerelay room import`` holds each record of a file to.
+
+The server trusts its own log. The fold, fan-out, the renderers and every welcome read a record's fields as
+the room wrote them (``relay.room``, ``relay.membership``, ``relay.campaign.archive_record``). An imported
+room's records come from a file whose signatures prove only that its header's key signed them, so before any
+of them is stored each is checked against what the server itself writes: the fields of its kind, with their
+types, and for a hidden roll a seal that opens to the roll itself. A record the server could not have written
+is refused with a sentence, instead of breaking the room the first time someone joins it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgpack
+
+from relay.auth import ROLES
+from relay.protocol import VISIBILITIES
+from relay.visibility import BODY_KEYS, NONCE_BYTES
+
+#: SQLite's INTEGER is a signed 64-bit number; ``seq`` and ``ts`` are columns.
+INT64 = 2**63
+
+
+class RecordError(ValueError):
+    """A record the server could not have written; the message says which field and why."""
+
+
+Check = Callable[[Any], str | None]
+
+
+def _int(value: Any) -> str | None:
+    return None if type(value) is int and -INT64 <= value < INT64 else "is not a whole number"
+
+
+def _count(value: Any) -> str | None:
+    return None if type(value) is int and 0 <= value < INT64 else "is not a whole number from 0"
+
+
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) else "is not text"
+
+
+def _id(value: Any) -> str | None:
+    return None if isinstance(value, str) and value else "is not an id (non-empty text)"
+
+
+def _maybe(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+def _one_of(*allowed: str) -> Check:
+    return lambda value: None if value in allowed else f"is not one of {', '.join(allowed)}"
+
+
+def _map(value: Any) -> str | None:
+    return None if isinstance(value, dict) and all(isinstance(k, str) for k in value) else "is not a map"
+
+
+def _member(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return "is not a participant (a map of id, name and role)"
+    for key, check in (("id", _id), ("name", _text), ("role", _one_of(*ROLES))):
+        why = check(value.get(key))
+        if why is not None:
+            return f"has an {key} that {why}" if key == "id" else f"has a {key} that {why}"
+    return None
+
+
+#: Every record's fields (``relay.room.Room._record``); ``request`` is the client's request id, if any.
+ENVELOPE: dict[str, Check] = {
+    "seq": _count,
+    "epoch": _text,
+    "ts": _count,
+    "kind": _text,
+    "actor": _member,
+    "visibility": _one_of(*VISIBILITIES),
+}
+OPTIONAL: dict[str, Check] = {"request": _maybe(_text)}
+#: Each kind's own fields, as ``relay.room`` and ``relay.membership`` write them.
+KINDS: dict[str, dict[str, Check]] = {
+    "join": {"member": _member},
+    "leave": {"member": _member},
+    "roll": {"label": _maybe(_text), "intent": _map, "result": _map},
+    "reveal": {"of": _count, "blob": lambda v: None if isinstance(v, bytes) else "is not bytes"},
+    "resource": {
+        "name": _one_of("fear", "hope"),
+        "delta": _int,
+        "value": _count,
+        "cause": _maybe(_count),
+    },
+    "rename": {"member": _member, "was": _text},
+    "merge": {"merged": _member, "into": _member, "hope": _maybe(_count)},
+    "kick": {"member": _member, "reason": _maybe(_text)},
+    "invites": {"generation": _count},
+    "archive": {},
+}
+
+
+def check(record: Mapping[str, Any]) -> None:
+    """Raise ``RecordError`` unless ``record`` has the fields and types the server writes for its kind."""
+    for key, field_check in ENVELOPE.items():
+        _field(record, key, field_check)
+    kind = record["kind"]
+    fields = KINDS.get(kind)
+    if fields is None:
+        raise RecordError(f"its kind {kind!r} is not one of {', '.join(KINDS)}")
+    for key, field_check in {**OPTIONAL, **fields}.items():
+        _field(record, key, field_check, optional=key in OPTIONAL)
+    if kind == "roll":
+        _seal(record)
+    elif kind == "reveal":
+        _field(record, "nonce", _nonce)
+    elif kind == "resource" and record["name"] == "hope":
+        _field(record, "participant", _id)
+    if kind != "roll" and record["visibility"] != "public":
+        raise RecordError(f"a {kind} event is public, not {record['visibility']!r}")
+
+
+def _field(record: Mapping[str, Any], key: str, field_check: Check, optional: bool = False) -> None:
+    if key not in record:
+        if optional:
+            return
+        raise RecordError(f"it has no {key!r}")
+    why = field_check(record[key])
+    if why is not None:
+        raise RecordError(f"its {key!r} {why}")
+
+
+def _nonce(value: Any) -> str | None:
+    if isinstance(value, bytes) and len(value) == NONCE_BYTES:
+        return None
+    return f"is not {NONCE_BYTES} bytes"
+
+
+def _seal(record: Mapping[str, Any]) -> None:
+    """A hidden roll's seal must open, by its commitment, to the roll's own body (what a reveal shows)."""
+    sealed = record.get("sealed")
+    if record["visibility"] == "public":
+        if sealed is not None:
+            raise RecordError("a public roll has a seal")
+        return
+    if not isinstance(sealed, dict):
+        raise RecordError(f"a {record['visibility']} roll has no seal")
+    blob, nonce, commitment = sealed.get("blob"), sealed.get("nonce"), sealed.get("commitment")
+    if not isinstance(blob, bytes) or not isinstance(nonce, bytes) or not isinstance(commitment, str):
+        raise RecordError("its seal is not a blob, a nonce and a commitment")
+    if _nonce(nonce) is not None:
+        raise RecordError(f"its seal's nonce is not {NONCE_BYTES} bytes")
+    if hashlib.sha256(nonce + blob).hexdigest() != commitment:
+        raise RecordError("its seal's commitment is not the hash of its nonce and blob")
+    try:
+        body = msgpack.unpackb(blob, raw=False)
+    except Exception:  # msgpack raises a dozen kinds for bytes that are not MessagePack
+        body = None
+    if body != {key: record[key] for key in BODY_KEYS if key in record}:
+        raise RecordError("its seal does not hold the roll itself")
