@@ -5,6 +5,7 @@ One dataclass holds every setting so there is exactly one place that names a def
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tomllib
@@ -94,22 +95,40 @@ class Config:
         return self.data / "tablerelay.sqlite3"
 
 
+#: How a setting's type is named in an error, by the type of its default (bool before int: a bool is an int).
+_KINDS = {bool: "true or false", int: "a whole number", float: "a number", Path: "a path", str: "text"}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
 def _coerce(name: str, current: Any, value: Any) -> Any:
-    """Convert ``value`` (a TOML value or an environment string) to the type of ``current``."""
-    try:
-        if isinstance(current, bool):
-            if isinstance(value, str):
-                return value.strip().lower() in {"1", "true", "yes", "on"}
-            return bool(value)
-        if isinstance(current, int):
-            return int(value)
-        if isinstance(current, float):
-            return float(value)
-        if isinstance(current, Path):
-            return Path(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"Setting {name!r} must be a {type(current).__name__}; got {value!r}.") from exc
-    return str(value)
+    """Convert ``value`` (a TOML value or an environment string) to the type of ``current``; a value that
+    is not of that kind is refused, never bent into it (``5`` is not a bool, ``2.5`` not a port)."""
+    converted: Any = None
+    if isinstance(current, bool):
+        if isinstance(value, bool):
+            converted = value
+        elif isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            converted = value.strip().lower() in _TRUE
+    elif isinstance(current, int):
+        if type(value) is int:
+            converted = value
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                converted = int(value.strip())
+    elif isinstance(current, float):
+        if type(value) in (int, float):
+            converted = float(value)
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                converted = float(value.strip())
+    elif isinstance(current, Path):
+        converted = Path(value) if isinstance(value, str) else None
+    elif isinstance(value, str) or type(value) is int:
+        converted = str(value)  # a node name or a secret may be written as a bare number
+    if converted is None:
+        wanted = next((words for cls, words in _KINDS.items() if isinstance(current, cls)), "text")
+        raise ConfigError(f"Setting {name!r} must be {wanted}; got {value!r}.")
+    return converted
 
 
 def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
@@ -123,10 +142,11 @@ def _apply(obj: Any, values: Mapping[str, Any], where: str) -> Any:
             if not isinstance(value, Mapping):
                 raise ConfigError(f"Setting {key!r} in {where} must be a table.")
             changes[key] = _apply(current, value, where)
-        elif current is None or value is None:
+        elif value is None:
             changes[key] = value
         else:
-            changes[key] = _coerce(key, current, value)
+            # Every setting that defaults to None is text when given (a secret, an address, a file).
+            changes[key] = _coerce(key, "" if current is None else current, value)
     return dataclasses.replace(obj, **changes)
 
 
