@@ -25,6 +25,25 @@ import { base64ToBytes } from "./messages.mjs";
  * @typedef {{ state: "verified"|"failed"|"unchecked"|"not-relay"|"none", reason?: Reason|string, seqs?: number[] }} Verdict
  */
 
+/**
+ * A flag read as a number: a JSON number, or numeric text; anything else NaN. The flags are whatever JSON the
+ * poster stored, and a map such as `{ "toString": 1 }` throws wherever it is turned into a number or text.
+ * @param {unknown} value
+ */
+function num(value) {
+  return typeof value === "number" ? value : typeof value === "string" ? Number(value) : NaN;
+}
+
+/** A flag read as text (see `num`): text, or a number's digits; anything else empty. @param {unknown} value */
+function text(value) {
+  return typeof value === "string" ? value : typeof value === "number" ? String(value) : "";
+}
+
+/** @param {unknown} value @returns {any[]} */
+function list(value) {
+  return Array.isArray(value) ? value : [];
+}
+
 /** @param {string} key @param {Record<string, string|number>} [data] @returns {Reason} */
 function why(key, data) {
   return data ? { key, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, String(v)])) } : { key };
@@ -90,9 +109,9 @@ export function signedFaces(dice) {
  */
 export function shownDice(rolls) {
   const out = [];
-  for (const roll of rolls ?? []) {
-    for (const term of roll?.dice ?? []) {
-      for (const r of term?.results ?? []) out.push({ term, faces: Number(term.faces), result: Number(r?.result) });
+  for (const roll of list(rolls)) {
+    for (const term of list(roll?.dice)) {
+      for (const r of list(term?.results)) out.push({ term, faces: num(term.faces), result: num(r?.result) });
     }
   }
   return out;
@@ -114,11 +133,11 @@ export function renderedDice(rolls) {
     if (Array.isArray(node)) return node.forEach(walk);
     if (node === null || typeof node !== "object") return;
     if (typeof node.faces === "number" && Array.isArray(node.results)) {
-      for (const r of node.results) out.push({ term: node, faces: node.faces, result: Number(r?.result) });
+      for (const r of node.results) out.push({ term: node, faces: node.faces, result: num(r?.result) });
     }
     for (const key of ["terms", "rolls", "roll", "_number", "_faces"]) walk(node[key]);
   };
-  for (const roll of rolls ?? []) walk(typeof roll?.toJSON === "function" ? roll.toJSON() : roll);
+  for (const roll of list(rolls)) walk(typeof roll?.toJSON === "function" ? roll.toJSON() : roll);
   return out;
 }
 
@@ -161,8 +180,8 @@ function belongs(opened, flags, seq) {
  * @returns {number[]}
  */
 function seqsOf(flags) {
-  if (Array.isArray(flags.seqs)) return flags.seqs.map(Number);
-  return flags.seq !== undefined ? [Number(flags.seq)] : [];
+  if (Array.isArray(flags.seqs)) return flags.seqs.map(num);
+  return flags.seq !== undefined ? [num(flags.seq)] : [];
 }
 
 /**
@@ -190,7 +209,22 @@ export function plainVerdict(flags, rolls) {
  * @param {{ keys: Map<string, { x: Uint8Array }>|null }} viewer  the relay's keys (null: none known here)
  * @returns {Promise<Verdict>}
  */
-export async function checkMessage({ flags, rolls, authorParticipant, sharedParticipant = false }, { keys }) {
+export async function checkMessage(message, viewer) {
+  try {
+    return await checkClaims(message, viewer);
+  } catch {
+    // Flags or rolls of a shape no relay client writes (a macro may store anything): a failure, never a mark
+    // left at "checking…".
+    return { state: "failed", reason: why("TABLERELAY.Check.Unreadable") };
+  }
+}
+
+/**
+ * `checkMessage`, which may throw on flags or rolls of a shape it does not expect.
+ * @param {Parameters<typeof checkMessage>[0]} message @param {Parameters<typeof checkMessage>[1]} viewer
+ * @returns {Promise<Verdict>}
+ */
+async function checkClaims({ flags, rolls, authorParticipant, sharedParticipant = false }, { keys }) {
   const plain = plainVerdict(flags, rolls);
   if (plain || !flags) return plain ?? { state: "not-relay" };
   const seqs = seqsOf(flags);
@@ -227,10 +261,10 @@ export async function checkMessage({ flags, rolls, authorParticipant, sharedPart
     // A sealed roll, opened: the reveal is signed, reveals this seq, and its blob holds the dice shown.
     const opened = await openVerified(flags, keys);
     if ("reason" in opened) return fail(opened.reason);
-    const wrong = belongs(opened, flags, Number(flags.revealed));
+    const wrong = belongs(opened, flags, num(flags.revealed));
     if (wrong) return fail(wrong);
     const reveal = opened.event;
-    if (reveal.kind !== "reveal" || reveal.of !== Number(flags.seq)) return fail(why("TABLERELAY.Check.NotReveal", { seq: Number(flags.seq) }));
+    if (reveal.kind !== "reveal" || reveal.of !== num(flags.seq)) return fail(why("TABLERELAY.Check.NotReveal", { seq: num(flags.seq) }));
     if (typeof flags.commitment === "string" && !(await verifyCommitment(reveal.nonce, reveal.blob, flags.commitment))) {
       return fail(why("TABLERELAY.Check.SealMismatch"));
     }
@@ -246,10 +280,10 @@ export async function checkMessage({ flags, rolls, authorParticipant, sharedPart
   // A relay event posted as it came: the roll with the relay's dice (or a card with a seal's signature).
   const opened = await openVerified(flags, keys);
   if ("reason" in opened) return fail(opened.reason);
-  const wrong = belongs(opened, flags, Number(flags.seq));
+  const wrong = belongs(opened, flags, num(flags.seq));
   if (wrong) return fail(wrong);
   const event = opened.event;
-  if (event.kind !== "roll") return fail(why("TABLERELAY.Check.NotRoll", { seq: Number(flags.seq) }));
+  if (event.kind !== "roll") return fail(why("TABLERELAY.Check.NotRoll", { seq: num(flags.seq) }));
   if (flags.sealed === true || event.sealed === true) {
     if (event.sealed !== true || flags.sealed !== true) return fail(why("TABLERELAY.Check.NotSealed"));
     if ((rolls ?? []).length) return fail(why("TABLERELAY.Check.SealedDice"));
@@ -273,8 +307,8 @@ function checkResult(result, rolls, seqs, fail) {
   if ((rolls ?? []).length !== 1) return fail(why("TABLERELAY.Check.RollCount", { count: (rolls ?? []).length }));
   // A fraction is signed as its decimal string (spec/signing.md), which Number() reads back exactly.
   const total = typeof result.total === "string" ? Number(result.total) : result.total;
-  if (typeof total === "number" && !Number.isNaN(total) && Number(rolls[0].total) !== total) {
-    return fail(why("TABLERELAY.Check.Total", { shown: Number(rolls[0].total), signed: total }));
+  if (typeof total === "number" && !Number.isNaN(total) && num(rolls[0]?.total) !== total) {
+    return fail(why("TABLERELAY.Check.Total", { shown: num(rolls[0]?.total), signed: total }));
   }
   const mismatch = matchDice(renderedDice(rolls), signedFaces(result.dice), (_term, value) => value);
   return mismatch ? fail(mismatch) : { state: "verified", seqs };
@@ -289,10 +323,10 @@ function checkResult(result, rolls, seqs, fail) {
  */
 export function claims(flags) {
   if (!flags || flags.via !== true) return [];
-  const at = `${flags.room}:${flags.epoch}:`;
-  if (Array.isArray(flags.seqs)) return flags.seqs.map((/** @type {number} */ s) => `${at}${s}:faces`);
+  const at = `${text(flags.room)}:${text(flags.epoch)}:`;
+  if (Array.isArray(flags.seqs)) return flags.seqs.map((/** @type {unknown} */ s) => `${at}${num(s)}:faces`);
   if (flags.seq === undefined) return [];
-  return [`${at}${flags.seq}:${flags.sealed === true ? "sealed" : "open"}`];
+  return [`${at}${num(flags.seq)}:${flags.sealed === true ? "sealed" : "open"}`];
 }
 
 /**

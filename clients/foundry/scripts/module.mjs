@@ -107,6 +107,8 @@ export class TableRelayModule {
     this.outage = false;
     /** @type {{ fear?: number, hope?: number }} the room's caps, from the welcome */
     this.limits = {};
+    /** the room's last seq as of the latest welcome: no genuine message shows a later one yet */
+    this.head = 0;
     /** @type {Promise<unknown>} relay events are posted one after another, in seq order */
     this.posting = Promise.resolve();
     /** @type {Map<string, Check>} this client's checks of chat messages, by message and content */
@@ -417,6 +419,7 @@ export class TableRelayModule {
     client.on("welcome", (/** @type {any} */ frame) => {
       if (this.client !== client) return;
       this.limits = frame.limits ?? {};
+      this.head = Number.isInteger(frame.seq) ? frame.seq : 0;
       void this.#welcomed(client);
     });
     client.on("event", (event, info) => {
@@ -652,7 +655,9 @@ export class TableRelayModule {
 
   /** What a check depends on: the message, its flags and the dice it shows (a reveal changes both). */
   #checkKey(/** @type {ChatMessage.Implementation} */ message) {
-    const dice = (message.rolls ?? []).map((/** @type {any} */ r) => [r.total, (r.dice ?? []).map((/** @type {any} */ t) => (t.results ?? []).map((/** @type {any} */ x) => x.result))]);
+    // Read with care: a macro's message may hold rolls of any shape, and this runs as the chat renders.
+    const each = (/** @type {any} */ v) => (Array.isArray(v) ? v : []);
+    const dice = each(message.rolls).map((/** @type {any} */ r) => [r?.total, each(r?.dice).map((/** @type {any} */ t) => each(t?.results).map((/** @type {any} */ x) => x?.result))]);
     return `${message.id}|${JSON.stringify(message.flags?.[FLAG_SCOPE] ?? null)}|${JSON.stringify(dice)}`;
   }
 
@@ -701,14 +706,12 @@ export class TableRelayModule {
    * @param {ChatMessage.Implementation} message
    */
   #authorOf(message) {
-    /** @type {any} v12+ hands the author as a User, the harness as its id */
-    const author = message.author;
-    const id = typeof author === "string" ? author : author?.id;
+    const author = this.#authorUser(message);
+    const flag = author?.getFlag(MODULE_ID, "participant");
+    const participant = typeof flag === "string" ? flag : null;
     /** @type {User.Stored[]} */
     const users = this.game.users.contents;
-    const flag = users.find((u) => u.id === id)?.getFlag(MODULE_ID, "participant");
-    const participant = typeof flag === "string" ? flag : null;
-    const shared = participant !== null && users.some((u) => u.id !== id && u.getFlag(MODULE_ID, "participant") === participant);
+    const shared = participant !== null && users.some((u) => u.id !== author?.id && u.getFlag(MODULE_ID, "participant") === participant);
     return { authorParticipant: participant, sharedParticipant: shared };
   }
 
@@ -787,24 +790,44 @@ export class TableRelayModule {
   }
 
   /**
-   * Messages already posted for a relay event of this room (a roll's, or the one its reveal turned).
-   * @param {string} room @param {string} epoch @param {number} seq
+   * Messages already posted for a relay event of this room (a roll's, or the one its reveal turned), by a
+   * user who could have posted it: a GM, or the user who is the roll's participant (audience.mjs, posterFor).
+   * Flags are the poster's claim: another player's macro naming a seq must not stop the real roll's post.
+   * @param {string} room @param {string} epoch @param {number} seq @param {string|undefined} roller  the roll's participant
    */
-  messagesFor(room, epoch, seq) {
+  messagesFor(room, epoch, seq, roller) {
     /** @type {ChatMessage.Stored[]} */
     const messages = this.game.messages.contents;
     return messages.filter((m) => {
       const f = m.flags?.[FLAG_SCOPE];
-      return f && f.room === room && f.epoch === epoch && (f.seq === seq || f.revealed === seq);
+      return f && f.room === room && f.epoch === epoch && (f.seq === seq || f.revealed === seq) && this.#mayPost(m, roller);
     });
   }
 
-  /** The highest relay seq this world's chat holds for the room, or 0. */
+  /** Is `message` written by a GM, or by the user whose relay participant is `roller`? */
+  #mayPost(/** @type {ChatMessage.Stored} */ message, /** @type {string|undefined} */ roller) {
+    const user = this.#authorUser(message);
+    if (!user) return false;
+    return user.isGM || (roller !== undefined && user.getFlag(MODULE_ID, "participant") === roller);
+  }
+
+  /** The User who wrote a message, if this world knows them. */
+  #authorUser(/** @type {ChatMessage.Implementation} */ message) {
+    /** @type {any} v12+ hands the author as a User, the harness as its id */
+    const author = message.author;
+    const id = typeof author === "string" ? author : author?.id;
+    /** @type {User.Stored[]} */
+    const users = this.game.users.contents;
+    return users.find((u) => u.id === id);
+  }
+
+  /** The highest relay seq this world's chat holds for the room, or 0; a seq past the room's head is a macro's. */
   #highestPosted(/** @type {string} */ room, /** @type {string} */ epoch) {
     let highest = 0;
     for (const m of this.game.messages.contents) {
       const f = m.flags?.[FLAG_SCOPE];
-      if (f && f.room === room && f.epoch === epoch) highest = Math.max(highest, f.seq ?? 0, f.revealed ?? 0);
+      if (!f || f.room !== room || f.epoch !== epoch) continue;
+      for (const seq of [f.seq, f.revealed]) if (typeof seq === "number" && Number.isInteger(seq) && seq <= this.head && seq > highest) highest = seq;
     }
     return highest;
   }
@@ -825,7 +848,8 @@ export class TableRelayModule {
     }
     if (posterFor(event, this.users()) !== this.game.user.id) return;
     const key = `${room}:${event.epoch}:${event.seq}`;
-    if (this.posted.has(key) || this.messagesFor(room, event.epoch, event.seq).length) return;
+    const roller = event.kind === "reveal" ? event.roll?.actor?.id : event.actor?.id;
+    if (this.posted.has(key) || this.messagesFor(room, event.epoch, event.seq, roller).length) return;
     this.posted.add(key);
     if (event.kind === "roll") await this.#postRoll(room, event);
     else await this.#postReveal(room, event);
@@ -850,7 +874,7 @@ export class TableRelayModule {
   async #postReveal(/** @type {string} */ room, /** @type {any} */ reveal) {
     const roll = this.#rollOf(reveal);
     if (!roll) return;
-    const posted = this.messagesFor(room, reveal.epoch, reveal.of);
+    const posted = this.messagesFor(room, reveal.epoch, reveal.of, reveal.roll?.actor?.id);
     const mine = posted.filter((m) => m.isOwner);
     // messagesFor found these by their flags, so each has them.
     const target = mine.find((m) => m.flags[FLAG_SCOPE]?.sealed) ?? mine[0];

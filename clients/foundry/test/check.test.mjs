@@ -225,3 +225,50 @@ describe("what this browser cannot check", () => {
     assert.match(word(await checkMessage({ flags: { via: true, room: ROOM, epoch: EPOCH, seqs: [] }, rolls: [roll([[20, [20]]], 20)], authorParticipant: null }, { keys: key.keys })), /d20 of 20 that the relay did not roll/, "a die typed in by hand");
   });
 });
+
+describe("flags of any shape", () => {
+  // Any user may create a message with any flags, and Foundry keeps whatever JSON they hold. A map such as
+  // { "toString": 1 } throws wherever it is turned into a number or text: one such message must neither
+  // break the chat's index of shown events (every message's mark reads it) nor leave its own mark at
+  // "checking…", and nothing of this kind may ever verify.
+  const hostile = [{ toString: 1 }, { valueOf: 1, toString: 1 }, null, [], [[]], {}, "NaN", "7", -1, 1e308, 2 ** 53 + 1, true, ""];
+
+  /** Every flags object made by putting each hostile value into each field of a real one, and into its lists. */
+  function variants(base) {
+    const out = [];
+    for (const field of ["seq", "seqs", "revealed", "room", "epoch", "sealed", "commitment", "kid", "sig", "signed", "signatures", "via"]) {
+      for (const value of hostile) {
+        out.push({ ...base, [field]: value });
+        if (field === "seqs" || field === "signatures") out.push({ ...base, [field]: [value] });
+      }
+    }
+    out.push({ ...base, signatures: [{ kid: { toString: 1 }, sig: [], signed: {} }] });
+    return out;
+  }
+
+  const strangeRolls = [[], [{ dice: 5 }], [{ dice: [{ faces: { toString: 1 }, results: {} }] }], [{ dice: [{ faces: 20, results: [{ result: { valueOf: 1, toString: 1 } }] }], total: {} }], 5, [null], [{ toJSON: () => ({ terms: 7 }) }]];
+
+  test("give every message a verdict, keep the chat's index whole, and never verify", async () => {
+    const key = await relayKey();
+    const real = await posted(key, rollEvent(5, [die(20, 17)], 17));
+    const faces = { via: true, room: ROOM, epoch: EPOCH, seqs: [3], signatures: [await key.sign(rollEvent(3, [die(20, 17)], 17))] };
+    const reveal = { ...real, revealed: 9, commitment: "00" };
+    const forged = [...variants(real), ...variants(faces), ...variants(reveal)];
+    const chat = [{ id: "real", flags: real }, ...forged.map((flags, i) => ({ id: `f${i}`, flags }))];
+    const first = firstShown(chat);
+    assert.equal(first.get(`${ROOM}:${EPOCH}:5:open`), "real", "the real message still shows its event first");
+    for (const message of chat) shownBefore(message, first);
+    const states = new Set(["verified", "failed", "unchecked", "not-relay", "none"]);
+    let checked = 0;
+    for (const flags of forged) {
+      for (const rolls of strangeRolls) {
+        const verdict = await checkMessage({ flags, rolls, authorParticipant: "p1" }, { keys: key.keys });
+        assert.ok(states.has(verdict.state), JSON.stringify(verdict));
+        // None of these rolls shows the signed d20 of 17, whatever the flags claim.
+        assert.notEqual(verdict.state, "verified", `${JSON.stringify(flags)} with ${JSON.stringify(rolls)}`);
+        checked += 1;
+      }
+    }
+    assert.ok(checked > 1000, `only ${checked} combinations`);
+  });
+});

@@ -448,6 +448,43 @@ describe("every client checks the marks itself", () => {
     assert.doesNotMatch(await gm.renderedChecked(typed), /✓/);
   });
 
+  test("a player's macro cannot silence the relay: a claimed seq, flags no check can read, a seq from the future", async () => {
+    const { room, world, gm, aria, brom } = await threeAtTable();
+    const first = await gm.module.api.roll({ system: "dice", formula: "1d20" });
+    await until(() => byFlag(world, first.seq).length === 1, 4000, "the first roll's message");
+    const [real] = byFlag(world, first.seq);
+    const { room: roomId, epoch } = real.flags.tablerelay;
+    const macro = (tablerelay) => aria.as(() => aria.ChatMessage.create({ content: "a macro's", flags: { tablerelay } }));
+    // Aria names the next seqs before the relay makes them, and posts flags that are not numbers or text.
+    await macro({ via: true, room: roomId, epoch, seq: first.seq + 1 });
+    await macro({ via: true, room: roomId, epoch, seq: first.seq + 2, sealed: true });
+    const unreadable = await macro({ via: true, room: roomId, epoch, seqs: [{ toString: 1 }], seq: { valueOf: 1, toString: 1 } });
+    const next = await gm.module.api.roll({ system: "dice", formula: "2d6" });
+    assert.equal(next.seq, first.seq + 1, "the seq Aria claimed");
+    await until(() => byFlag(world, next.seq).some((m) => m.author === "GMuser0000000001"), 4000, "the GM's roll posted all the same").catch((err) => assert.fail(`${err.message}: ${JSON.stringify(byFlag(world, next.seq).map((m) => [m.author, m.flags]))} ${JSON.stringify(gm.notifications)}`));
+    const posted = byFlag(world, next.seq).find((m) => m.author === "GMuser0000000001");
+    assert.deepEqual(await brom.module.api.check(posted), { state: "verified", seqs: [next.seq] });
+    // Every message keeps its mark: the chat's index of shown events reads the unreadable flags too.
+    assert.match(await brom.renderedChecked(real), /signed ✓/);
+    assert.match(await brom.renderedChecked(unreadable), /tablerelay-failed.*do not trust this roll/);
+    for (const claim of byFlag(world, first.seq + 1).filter((m) => m !== posted)) {
+      assert.match(await gm.renderedChecked(claim), /tablerelay-failed/);
+    }
+
+    // A new browser of the GM (a fresh welcome, its history replayed) posts what the chat misses after its last
+    // post, though Aria's message claims a seq the room has not reached.
+    await macro({ via: true, room: roomId, epoch, seq: 1_000_000 });
+    await gm.module.settled();
+    gm.module.client.close();
+    world.leave(gm);
+    const outsider = await connect(room.player);
+    const missed = await outsider.roll({ system: "dice", formula: "1d8" });
+    const again = await foundry(world, "GMuser0000000001", { token: room.gm, storage: new Map() });
+    await until(() => byFlag(world, missed.seq).length === 1, 4000, "the missed roll, posted from the fresh welcome's history");
+    await again.module.settled();
+    assert.equal(byFlag(world, next.seq).filter((m) => m.author === "GMuser0000000001").length, 1, "nothing posted twice");
+  });
+
   test("the GM sees which of the relay's faces no chat message shows: a roll made again and kept quiet", async () => {
     const { gm, aria } = await threeAtTable();
     const quiet = aria.newRoll("1d20");
