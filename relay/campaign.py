@@ -80,18 +80,10 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise ImportRefused(f"the export does not verify: {shown}")
-    room = export.room
     try:
-        info = RoomInfo(
-            id=str(room["id"]),
-            name=str(room["name"]),
-            epoch=str(room["epoch"]),
-            created=int(room["created"]),
-            fear_max=int(room["fear_max"]),
-            hope_max=int(room["hope_max"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ImportRefused(f"the header's room lacks {exc} (an export from an older version?)") from exc
+        info = records.room_info(export.room)
+    except records.RecordError as exc:
+        raise ImportRefused(f"the header's room is not one this server writes: {exc}") from exc
     out: list[dict[str, Any]] = []
     state = RoomState()
     for event in export.events:

@@ -17,6 +17,7 @@ from typing import Any
 import msgpack
 
 from relay.auth import ROLES
+from relay.log.base import RoomInfo
 from relay.protocol import VISIBILITIES
 from relay.visibility import BODY_KEYS, NONCE_BYTES
 
@@ -97,6 +98,24 @@ KINDS: dict[str, dict[str, Check]] = {
     "invites": {"generation": _count},
     "archive": {},
 }
+
+
+#: A room's fields in an export's header (``relay.exports.header``), as ``RoomInfo`` holds them.
+ROOM: dict[str, Check] = {
+    "id": _id,
+    "name": _text,
+    "epoch": _id,
+    "created": _count,
+    "fear_max": _count,
+    "hope_max": _count,
+}
+
+
+def room_info(room: Mapping[str, Any]) -> RoomInfo:
+    """The room an export's header names, or ``RecordError`` for a field missing or of another type."""
+    for key, field_check in ROOM.items():
+        _field(room, key, field_check)
+    return RoomInfo(**{key: room[key] for key in ROOM})
 
 
 def check(record: Mapping[str, Any]) -> None:

@@ -5,6 +5,7 @@ even when the file's own key signed it."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 from collections.abc import Callable
 from typing import Any
@@ -167,3 +168,24 @@ def test_a_roll_whose_result_no_renderer_can_show_is_refused() -> None:
         ImportRefused, match=f"event {roll['seq']} \\(roll\\) is not one this server writes: its"
     ):
         checked_records(export_of(stored, FORGER))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("created", 2**64, "its 'created' is not a whole number from 0"),  # JSON holds any integer
+        ("fear_max", "12", "its 'fear_max' is not a whole number from 0"),
+        ("name", None, "its 'name' is not text"),
+        ("epoch", "", "its 'epoch' is not an id"),
+        ("hope_max", ..., "it has no 'hope_max'"),
+    ],
+)
+def test_a_header_room_the_server_could_not_have_written_is_refused(
+    field: str, value: Any, words: str
+) -> None:
+    export = export_of(played(), FORGER)
+    room = {k: v for k, v in export.room.items() if k != field}
+    if value is not ...:
+        room[field] = value
+    with pytest.raises(ImportRefused, match=f"the header's room is not one this server writes: {words}"):
+        checked_records(dataclasses.replace(export, room=room))
