@@ -35,7 +35,7 @@ import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
-from relay import exports, protocol, visibility
+from relay import exports, protocol, records, visibility
 from relay.auth import Claims
 from relay.campaign import ImportRefused, checked_records
 from relay.config import Limits
@@ -183,14 +183,16 @@ class Table:
             self.store(join)
         # The welcome as the server builds it from the room's memory (``Relay._welcome``); encoded.
         after, upto, _ = room.history_range(None)
-        records = room.recent_between(after, upto)
-        assert records is not None, "the room's memory holds what a fresh welcome shows"
-        history = [Renderer(r, room.committed, self.forms).frame(session) for r in records]
+        shown = room.recent_between(after, upto)
+        assert shown is not None, "the room's memory holds what a fresh welcome shows"
+        history = [Renderer(r, room.committed, self.forms).frame(session) for r in shown]
         welcome = room.welcome(session, "token", history, False)
         protocol.encode(welcome)
         return session
 
     def store(self, pending: Pending) -> None:
+        for record in pending.records:
+            records.check(record)  # what the server writes, an import must take
         self.stored.extend(pending.records)
         self.carry_out(self.room.committed_append(pending))
 
@@ -298,14 +300,14 @@ def _imports(data: bytes) -> None:
         _check_sentence(exc)
         return
     try:
-        info, records = checked_records(signed_again(export))
+        info, imported = checked_records(signed_again(export))
     except (ImportRefused, exports.ExportError) as exc:
         _check_sentence(exc)
         return
     with closing(connect(Path(":memory:"))) as conn:
-        import_room_sync(conn, info, records, max_rooms=LIMITS.max_rooms)
-        stored = read_sync(conn, info.id, 0, len(records) + 1)
-    if stored != records:
+        import_room_sync(conn, info, imported, max_rooms=LIMITS.max_rooms)
+        stored = read_sync(conn, info.id, 0, len(imported) + 1)
+    if stored != imported:
         raise AssertionError("the stored rows do not read back as the imported records")
     # Served: loaded as ``Relay._load`` loads a room (its state folded from the rows, its last ones in
     # memory); each join gets a welcome, the GM reveals every hidden roll and rolls, and Fear is spent.

@@ -47,7 +47,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from relay import auth, campaign_io, fanout, protocol, signing
+from relay import auth, campaign_io, fanout, protocol, records, signing
 from relay.auth import Claims
 from relay.config import Limits
 from relay.fanout import Outbox
@@ -357,6 +357,7 @@ class RoomMachine(RuleBasedStateMachine):
         assert seqs == list(range(pending.expected + 1, pending.expected + 1 + len(seqs))), seqs
         self.stored.extend(pending.records)
         for record in pending.records:
+            records.check(record)  # what the server writes, an import must take (relay.records)
             self.remember_hidden(record)
             self.read_campaign(record)
         self.settled(pending, self.room.committed_append(pending), ok=True)
