@@ -122,7 +122,7 @@ def _coerce(name: str, current: Any, value: Any) -> Any:
             with contextlib.suppress(ValueError):
                 converted = float(value.strip())
     elif isinstance(current, Path):
-        converted = Path(value) if isinstance(value, str) else None
+        converted = Path(value) if isinstance(value, str | os.PathLike) else None
     elif isinstance(value, str) or type(value) is int:
         converted = str(value)  # a node name or a secret may be written as a bare number
     if converted is None:

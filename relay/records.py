@@ -10,7 +10,6 @@ is refused with a sentence, instead of breaking the room the first time someone 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ import msgpack
 from relay.auth import ROLES
 from relay.log.base import RoomInfo
 from relay.protocol import VISIBILITIES
-from relay.visibility import BODY_KEYS, NONCE_BYTES
+from relay.visibility import BODY_KEYS, NONCE_BYTES, verify
 
 #: SQLite's INTEGER is a signed 64-bit number; ``seq`` and ``ts`` are columns.
 INT64 = 2**63
@@ -45,7 +44,7 @@ def _text(value: Any) -> str | None:
 
 
 def _id(value: Any) -> str | None:
-    return None if isinstance(value, str) and value else "is not an id (non-empty text)"
+    return None if isinstance(value, str) and value else "is empty or not text"
 
 
 def _maybe(check: Check) -> Check:
@@ -168,7 +167,7 @@ def _seal(record: Mapping[str, Any]) -> None:
         raise RecordError("its seal is not a blob, a nonce and a commitment")
     if _nonce(nonce) is not None:
         raise RecordError(f"its seal's nonce is not {NONCE_BYTES} bytes")
-    if hashlib.sha256(nonce + blob).hexdigest() != commitment:
+    if not verify(nonce, blob, commitment):
         raise RecordError("its seal's commitment is not the hash of its nonce and blob")
     try:
         body = msgpack.unpackb(blob, raw=False)

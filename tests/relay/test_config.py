@@ -31,6 +31,9 @@ def test_each_source_is_read_as_the_settings_kind(tmp_path: Path) -> None:
     assert load(environ=env).signing is False
     assert load(environ=env).port == 8123
     assert load(environ={"TABLERELAY_SIGNING": "yes"}).signing is True
+    # The command line's flags, as argparse hands them.
+    flags = load(environ={}, overrides={"data": tmp_path, "port": 9001, "public_url": None})
+    assert (flags.data, flags.port, flags.public_url) == (tmp_path, 9001, None)
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,7 @@ CHANGES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         _set(("actor", "role"), "king"),
         "'actor' has a role that is not one of gm, player, spectator",
     ),
-    ("public", _set(("actor", "id"), ""), "'actor' has an id that is not an id"),
+    ("public", _set(("actor", "id"), ""), "'actor' has an id that is empty or not text"),
     ("public", _set(("actor",), "Ana"), "'actor' is not a participant"),
     ("public", _drop("label"), "it has no 'label'"),
     ("public", _set(("request",), 7), "'request' is not text"),
@@ -176,7 +176,7 @@ def test_a_roll_whose_result_no_renderer_can_show_is_refused() -> None:
         ("created", 2**64, "its 'created' is not a whole number from 0"),  # JSON holds any integer
         ("fear_max", "12", "its 'fear_max' is not a whole number from 0"),
         ("name", None, "its 'name' is not text"),
-        ("epoch", "", "its 'epoch' is not an id"),
+        ("epoch", "", "its 'epoch' is empty or not text"),
         ("hope_max", ..., "it has no 'hope_max'"),
     ],
 )
