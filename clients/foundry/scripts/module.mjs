@@ -790,21 +790,24 @@ export class TableRelayModule {
   }
 
   /**
-   * Messages already posted for a relay event of this room (a roll's, or the one its reveal turned), by a
-   * user who could have posted it: a GM, or the user who is the roll's participant (audience.mjs, posterFor).
-   * Flags are the poster's claim: another player's macro naming a seq must not stop the real roll's post.
-   * @param {string} room @param {string} epoch @param {number} seq @param {string|undefined} roller  the roll's participant
+   * Messages whose flags name a relay event of this room (a roll's, or the one its reveal turned). Flags are
+   * the poster's claim, so whether the event is posted is `#mayPost`'s to say.
+   * @param {string} room @param {string} epoch @param {number} seq
    */
-  messagesFor(room, epoch, seq, roller) {
+  messagesFor(room, epoch, seq) {
     /** @type {ChatMessage.Stored[]} */
     const messages = this.game.messages.contents;
     return messages.filter((m) => {
       const f = m.flags?.[FLAG_SCOPE];
-      return f && f.room === room && f.epoch === epoch && (f.seq === seq || f.revealed === seq) && this.#mayPost(m, roller);
+      return f && f.room === room && f.epoch === epoch && (f.seq === seq || f.revealed === seq);
     });
   }
 
-  /** Is `message` written by a GM, or by the user whose relay participant is `roller`? */
+  /**
+   * Could `message` be an event's post: written by a GM, or by the user whose relay participant is `roller`
+   * (the ones who post it: audience.mjs, posterFor)? Another player's macro naming the next seq must not keep
+   * the real roll out of the chat.
+   */
   #mayPost(/** @type {ChatMessage.Stored} */ message, /** @type {string|undefined} */ roller) {
     const user = this.#authorUser(message);
     if (!user) return false;
@@ -849,7 +852,7 @@ export class TableRelayModule {
     if (posterFor(event, this.users()) !== this.game.user.id) return;
     const key = `${room}:${event.epoch}:${event.seq}`;
     const roller = event.kind === "reveal" ? event.roll?.actor?.id : event.actor?.id;
-    if (this.posted.has(key) || this.messagesFor(room, event.epoch, event.seq, roller).length) return;
+    if (this.posted.has(key) || this.messagesFor(room, event.epoch, event.seq).some((m) => this.#mayPost(m, roller))) return;
     this.posted.add(key);
     if (event.kind === "roll") await this.#postRoll(room, event);
     else await this.#postReveal(room, event);
@@ -874,7 +877,10 @@ export class TableRelayModule {
   async #postReveal(/** @type {string} */ room, /** @type {any} */ reveal) {
     const roll = this.#rollOf(reveal);
     if (!roll) return;
-    const posted = this.messagesFor(room, reveal.epoch, reveal.of, reveal.roll?.actor?.id);
+    // Every message naming the roll, whoever wrote it: the card is turned into the roll, and the rest (the
+    // audience's whisper, or a macro's claim) removed. The roller's user may no longer be the roll's
+    // participant (merged since), so the author is not asked here.
+    const posted = this.messagesFor(room, reveal.epoch, reveal.of);
     const mine = posted.filter((m) => m.isOwner);
     // messagesFor found these by their flags, so each has them.
     const target = mine.find((m) => m.flags[FLAG_SCOPE]?.sealed) ?? mine[0];
