@@ -7,11 +7,12 @@ event acknowledged before the backup began is in it. The copy is written next to
 ``PRAGMA integrity_check``, switched out of WAL mode (one self-contained file) and renamed into place, so
 ``DEST`` is never a half-written file.
 
-**Restore** (``tablerelay restore SRC``, with the server stopped) checks ``SRC``, copies it into the data
-folder and gives every room a new ``epoch``. Clients that saw events after the backup point hold seqs the
-restored log will reuse for other events; with a new epoch their resume no longer matches, so they get
-``recovered: false`` and a fresh state (spec/protocol.md: the epoch changes when the room's log is lost)
-rather than a mix of old and new events. The database it replaces is kept beside it as
+**Restore** (``tablerelay restore SRC``, with the server stopped) checks ``SRC`` (SQLite's integrity check,
+then every room's events read and folded as the server will read them, ``relay.records.checked_fold``),
+copies it into the data folder and gives every room a new ``epoch``. Clients that saw events after the backup
+point hold seqs the restored log will reuse for other events; with a new epoch their resume no longer
+matches, so they get ``recovered: false`` and a fresh state (spec/protocol.md: the epoch changes when the
+room's log is lost) rather than a mix of old and new events. The database it replaces is kept beside it as
 ``tablerelay.sqlite3.before-restore-TIMESTAMP``.
 """
 
@@ -24,11 +25,13 @@ import json
 import os
 import secrets
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from relay import public, stores
+from relay import public, records, stores
 from relay.config import ConfigError
+from relay.log.sqlite import decode_record
 
 SUFFIXES = ("-wal", "-shm")
 
@@ -57,6 +60,28 @@ def _check(conn: sqlite3.Connection, what: str) -> None:
         raise BackupError(f"{what} is not a tablerelay database: it has no rooms and events tables.")
     if verdict != "ok":
         raise BackupError(f"{what} failed SQLite's integrity check: {verdict}.")
+
+
+def _stored(conn: sqlite3.Connection, room: str) -> Iterator[dict[str, Any]]:
+    """A room's records as the server reads them, or ``RecordError`` for a row it could not read."""
+    for seq, data in conn.execute("SELECT seq, data FROM events WHERE room = ? ORDER BY seq", (room,)):
+        try:
+            record = decode_record(data)
+        except Exception as exc:  # msgpack raises a dozen kinds for bytes that are not MessagePack
+            raise records.RecordError(f"event {seq} cannot be read ({type(exc).__name__})") from exc
+        if not isinstance(record, dict) or record.get("seq") != seq:
+            raise records.RecordError(f"event {seq} does not hold the record of seq {seq}")
+        yield record
+
+
+def _check_rooms(conn: sqlite3.Connection, what: str) -> None:
+    """Every room of a backup as the server will load it: a damaged row is refused here, not when a player
+    joins. Renderings are not checked: this server wrote every roll (an import checks them)."""
+    for (room,) in conn.execute("SELECT id FROM rooms ORDER BY id").fetchall():
+        try:
+            records.checked_fold(_stored(conn, room), render=False)
+        except records.RecordError as exc:
+            raise BackupError(f"{what} holds a room that cannot be served: room {room}, {exc}.") from exc
 
 
 def _copy(source: sqlite3.Connection, target: Path) -> sqlite3.Connection:
@@ -120,6 +145,7 @@ def restore(src: Path, data: Path) -> dict[str, Any]:
     source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
     try:
         _check(source, f"The backup {src}")
+        _check_rooms(source, f"The backup {src}")
         copy = _copy(source, staging)
     finally:
         source.close()

@@ -4,9 +4,9 @@
 
 - Import checks everything before it stores anything: the file is a stored export, every signature
   verifies (with the file's keys, or ``--keys``), seqs run 1, 2, 3 … without a hole up to the header's
-  last seq, each record has the fields the server writes for its kind (``relay.records``: a hidden roll's
-  seal opens to the roll, a reveal publishes that seal), and the records fold (``relay.state``) as the
-  server would fold them. A room id that already exists is refused: nothing is
+  last seq, and ``relay.records.checked_fold`` holds every record to what the server writes (its kind's
+  fields, a hidden roll's seal opening to the roll, a reveal publishing that seal, epochs in spans, a roll
+  that renders) and folds them as the server would. A room id that already exists is refused: nothing is
   merged into or over an existing room.
 - Archive appends an ``archive`` event, so the room is read-only wherever its log is read. With a server
   serving the data folder, the command asks that server over its WebSocket (as an operator with a GM
@@ -29,7 +29,7 @@ from typing import Any
 
 from relay import auth, exports, public, records, signing
 from relay.config import ConfigError
-from relay.formats import RENDERERS, RenderError, renderings, with_numbers
+from relay.formats import with_numbers
 from relay.log.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
 from relay.log.sqlite import (
     append_sync,
@@ -39,7 +39,7 @@ from relay.log.sqlite import (
     import_room_sync,
     state_sync,
 )
-from relay.state import FoldError, RoomState
+from relay.state import RoomState
 
 #: The participant the command line acts as when it changes a room.
 OPERATOR = {"id": "operator", "name": "Operator (command line)", "role": "gm"}
@@ -84,34 +84,13 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
         info = records.room_info(export.room)
     except records.RecordError as exc:
         raise ImportRefused(f"the header's room is not one this server writes: {exc}") from exc
-    out: list[dict[str, Any]] = []
-    state = RoomState()
-    for event in export.events:
-        # The numbers an export leaves out go back beside each roll with fractions, as the room keeps them.
-        record = with_numbers({k: v for k, v in event.items() if k not in ("kid", "sig")})
-        seq, kind = record["seq"], record.get("kind", "?")
-        try:
-            records.check(record)
-        except records.RecordError as exc:
-            raise ImportRefused(f"event {seq} ({kind}) is not one this server writes: {exc}") from exc
-        if record["epoch"] != info.epoch:
-            raise ImportRefused(f"event {seq} belongs to another epoch than the header's")
-        if kind == "reveal":
-            opened = state.sealed.get(record["of"])
-            if opened is not None and (opened.blob, opened.nonce) != (record["blob"], record["nonce"]):
-                raise ImportRefused(f"event {seq} reveals another roll than the one at {record['of']}")
-        try:
-            state.apply(record)
-        except FoldError as exc:
-            raise ImportRefused(f"the events do not make a room: {exc}") from exc
-        if kind == "roll":
-            # Every client that asks gets the roll's Foundry and Roll20 renderings, so they must exist.
-            try:
-                renderings(record, frozenset(RENDERERS), state.gm_ids(), strict=True)
-            except RenderError as exc:
-                raise ImportRefused(f"event {seq} (roll) is not one this server writes: {exc}") from exc
-        out.append(record)
-    return info, out
+    # The numbers an export leaves out go back beside each roll with fractions, as the room keeps them.
+    stored = [with_numbers({k: v for k, v in e.items() if k not in ("kid", "sig")}) for e in export.events]
+    try:
+        records.checked_fold(stored)
+    except records.RecordError as exc:
+        raise ImportRefused(str(exc)) from exc
+    return info, stored
 
 
 def room_import_command(args: argparse.Namespace) -> int:

@@ -10,14 +10,16 @@ is refused with a sentence, instead of breaking the room the first time someone 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgpack
 
 from relay.auth import ROLES
+from relay.formats import RENDERERS, RenderError, renderings
 from relay.log.base import RoomInfo
 from relay.protocol import VISIBILITIES
+from relay.state import FoldError, RoomState
 from relay.visibility import BODY_KEYS, NONCE_BYTES, verify
 
 #: SQLite's INTEGER is a signed 64-bit number; ``seq`` and ``ts`` are columns.
@@ -135,6 +137,44 @@ def check(record: Mapping[str, Any]) -> None:
         _field(record, "participant", _id)
     if kind != "roll" and record["visibility"] != "public":
         raise RecordError(f"a {kind} event is public, not {record['visibility']!r}")
+
+
+def checked_fold(stored: Iterable[Mapping[str, Any]], render: bool = True) -> RoomState:
+    """The room ``stored`` (all its records, in order) makes, folded as the server folds it, once each record
+    passes ``check`` and agrees with those before it; ``RecordError`` with a sentence naming the event if not.
+
+    Beyond ``check``: a reveal publishes the seal of the roll it names; epochs run in spans (a restore gives a
+    room a new epoch, and the events before it keep theirs), never back to an earlier one; and with ``render``
+    every roll has its Foundry and Roll20 renderings, which every client that asks gets.
+    """
+    state = RoomState()
+    epochs: set[str] = set()
+    epoch = None
+    for record in stored:
+        seq, kind = record.get("seq"), record.get("kind", "?")
+        try:
+            check(record)
+        except RecordError as exc:
+            raise RecordError(f"event {seq} ({kind}) is not one this server writes: {exc}") from exc
+        if record["epoch"] != epoch:
+            if record["epoch"] in epochs:
+                raise RecordError(f"event {seq} goes back to the epoch of earlier events")
+            epoch = record["epoch"]
+            epochs.add(epoch)
+        if kind == "reveal":
+            opened = state.sealed.get(record["of"])
+            if opened is not None and (opened.blob, opened.nonce) != (record["blob"], record["nonce"]):
+                raise RecordError(f"event {seq} reveals another roll than the one at {record['of']}")
+        try:
+            state.apply(record)
+        except FoldError as exc:
+            raise RecordError(f"the events do not make a room: {exc}") from exc
+        if kind == "roll" and render:
+            try:
+                renderings(record, frozenset(RENDERERS), state.gm_ids(), strict=True)
+            except RenderError as exc:
+                raise RecordError(f"event {seq} (roll) is not one this server writes: {exc}") from exc
+    return state
 
 
 def _field(record: Mapping[str, Any], key: str, field_check: Check, optional: bool = False) -> None:

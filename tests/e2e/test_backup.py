@@ -31,6 +31,18 @@ def stored(db: Path, room: str) -> dict[int, dict[str, Any]]:
     return {int(seq): msgpack.unpackb(data, raw=False) for seq, data in rows}
 
 
+def restore(srv: Server, src: Path) -> subprocess.CompletedProcess[str]:
+    """``tablerelay restore`` on the server's data folder, whatever its exit status."""
+    return subprocess.run(
+        [tablerelay_bin(), "restore", str(src), "--data", str(srv.data)],
+        env=srv.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 async def test_backup_while_rolling_then_restore_bumps_every_epoch(
     server_factory: Callable[..., Server], tmp_path: Path
 ) -> None:
@@ -88,14 +100,7 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
         conn.close()
 
     # A restore refuses while the server runs.
-    refused = subprocess.run(
-        [tablerelay_bin(), "restore", str(dest), "--data", str(srv.data)],
-        env=srv.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    refused = restore(srv, dest)
     assert refused.returncode == 1
     assert "stop it first" in refused.stderr, refused.stderr
     assert_sentence(refused.stderr.strip().removeprefix("tablerelay: "))
@@ -140,3 +145,29 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
         await back.close()
     for rid, seq, _ in before:
         assert stored(srv.data / "tablerelay.sqlite3", room.id)[seq]["request"] == rid
+
+    # The restored room's log now holds events of two epochs: those from before the restore keep theirs.
+    # Its stored export moves it to another server all the same (import once refused the older events).
+    export = tmp_path / "restored.jsonl"
+    await asyncio.to_thread(srv.cli, "room", "export", room.id, "--stored", "-o", str(export))
+    events = [json.loads(line) for line in export.read_text().splitlines()[1:]]
+    assert len({e["epoch"] for e in events}) == 2, "the old epoch and the restore's"
+    target = server_factory()
+    await asyncio.to_thread(target.cli, "room", "import", str(export))
+
+    # A backup with a damaged row is refused before anything is replaced: the room would not load.
+    damaged = tmp_path / "damaged.sqlite3"
+    damaged.write_bytes(dest.read_bytes())
+    conn = sqlite3.connect(damaged)
+    try:
+        conn.execute("UPDATE events SET data = ? WHERE room = ? AND seq = 3", (b"\xc1\xc1", room.id))
+        conn.commit()
+    finally:
+        conn.close()
+    await srv.astop(signal.SIGTERM)
+    before_restore = (srv.data / "tablerelay.sqlite3").read_bytes()
+    refused = restore(srv, damaged)
+    assert refused.returncode == 1
+    assert f"holds a room that cannot be served: room {room.id}, event 3 cannot be read" in refused.stderr
+    assert_sentence(refused.stderr.strip().removeprefix("tablerelay: "))
+    assert (srv.data / "tablerelay.sqlite3").read_bytes() == before_restore, "nothing was replaced"

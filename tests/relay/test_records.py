@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from relay import exports, records
+from relay import exports, records, visibility
 from relay.campaign import ImportRefused, checked_records
 from relay.signing import Keyring
 from tests.relay.helpers import INFO, Table
@@ -29,9 +29,9 @@ def played() -> list[dict[str, Any]]:
     ana = table.join("player", name="Ana")
     bo = table.join("player", name="Bo")
     spare = table.join("player", name="Spare")
-    for i, visibility in enumerate(("public", "gm", "blind", "self")):
+    for i, shown_to in enumerate(("public", "gm", "blind", "self")):
         intent = {"system": "dice", "formula": "2d6 + 1/3" if i % 2 else "3d6"}
-        table.send(ana, {"t": "roll", "id": f"r{i}", "intent": intent, "visibility": visibility})
+        table.send(ana, {"t": "roll", "id": f"r{i}", "intent": intent, "visibility": shown_to})
     table.send(
         gm, {"t": "roll", "id": "g", "intent": {"system": "dice", "formula": "1d20"}, "visibility": "gm"}
     )
@@ -189,3 +189,26 @@ def test_a_header_room_the_server_could_not_have_written_is_refused(
         room[field] = value
     with pytest.raises(ImportRefused, match=f"the header's room is not one this server writes: {words}"):
         checked_records(dataclasses.replace(export, room=room))
+
+
+def test_epochs_run_in_spans_as_restores_leave_them() -> None:
+    stored = copy.deepcopy(played())
+    # A restore gave the room a new epoch: the events before it keep the old one.
+    cut = len(stored) // 2
+    for record in stored[:cut]:
+        record["epoch"] = "before-restore"
+        if "sealed" in record:  # a seal holds the roll's epoch too, as it was made
+            body = visibility.body_of(record)
+            record["sealed"] = visibility.seal(body, record["sealed"]["nonce"])
+    reveals = {r["of"]: r for r in stored if r["kind"] == "reveal"}
+    for record in stored:
+        if record["seq"] in reveals:
+            reveals[record["seq"]]["blob"] = record["sealed"]["blob"]
+    info, _ = checked_records(export_of(stored, FORGER))
+    assert info.epoch == INFO.epoch
+    # Never back to an earlier one.
+    stored[-1]["epoch"] = "before-restore"
+    with pytest.raises(
+        ImportRefused, match=f"event {stored[-1]['seq']} goes back to the epoch of earlier events"
+    ):
+        checked_records(export_of(stored, FORGER))
