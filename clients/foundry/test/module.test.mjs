@@ -485,6 +485,31 @@ describe("every client checks the marks itself", () => {
     assert.equal(byFlag(world, next.seq).filter((m) => m.author === "GMuser0000000001").length, 1, "nothing posted twice");
   });
 
+  test("a hidden roll is revealed in place though its roller was merged into another participant since", async () => {
+    const room = createRoom();
+    const world = table();
+    const gm = await foundry(world, "GMuser0000000001", { token: room.gm });
+    const laptop = await foundry(world, "Player0000000001", { token: room.player });
+    const before = laptop.module.client.you.id;
+    const hidden = await laptop.module.api.roll({ system: "dice", formula: "1d20" }, { visibility: "gm" });
+    await until(() => byFlag(world, hidden.seq).length === 2, 4000, "the whisper and the sealed card, by Aria's own client");
+    // Aria comes back from another browser with a fresh invite (a new participant), and the GM merges the old one
+    // into it: her user's participant flag is the new one from then on.
+    laptop.module.client.close();
+    world.leave(laptop);
+    const tablet = await foundry(world, "Player0000000001", { token: room.player });
+    const after = tablet.module.client.you.id;
+    assert.notEqual(after, before);
+    await gm.module.client.merge(before, after);
+    await gm.module.api.reveal(hidden.seq);
+    await until(() => byFlag(world, hidden.seq).some((m) => m.flags.tablerelay.revealed), 4000, "the revealed roll");
+    await gm.module.settled();
+    const shown = byFlag(world, hidden.seq);
+    assert.equal(shown.length, 1, "the card became the roll and the whisper went: not a second copy beside them");
+    assert.equal(shown[0].author, "Player0000000001");
+    assert.match(await gm.renderedChecked(shown[0]), /matches its seal/);
+  });
+
   test("the GM sees which of the relay's faces no chat message shows: a roll made again and kept quiet", async () => {
     const { gm, aria } = await threeAtTable();
     const quiet = aria.newRoll("1d20");
