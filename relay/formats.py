@@ -119,18 +119,18 @@ class RenderError(Exception):
     """A roll a renderer could not render (``renderings(..., strict=True)``); says which and why."""
 
 
-def _call(name: str, fn: Callable[..., Any], record: Mapping[str, Any], gm_ids: list[str]) -> Any:
-    # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
-    # fraction); what they return goes on the wire without floats.
-    result = record.get("rules_result", record["result"])
-    if name == "roll20":
-        return event_values(fn(result))
+def _foundry(fn: Callable[..., Any], record: Mapping[str, Any], result: Any, gm_ids: list[str]) -> Any:
     extra = {"label": record["label"]} if _takes_label(fn) else {}
-    return event_values(fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra))
+    return fn(result, record["visibility"], gm_ids, record["actor"]["id"], **extra)
 
 
-#: Each format's renderer in ``rules.render``.
-RENDERERS = {"foundry": "to_foundry_message", "roll20": "to_roll20"}
+def _roll20(fn: Callable[..., Any], _record: Mapping[str, Any], result: Any, _gm_ids: list[str]) -> Any:
+    return fn(result)
+
+
+#: Each format a client may ask for (``protocol.FORMATS``): its renderer in ``rules.render``, and how that
+#: renderer is called.
+RENDERERS = {"foundry": ("to_foundry_message", _foundry), "roll20": ("to_roll20", _roll20)}
 
 
 def renderings(
@@ -144,12 +144,15 @@ def renderings(
     """
     out: dict[str, Any] = {}
     record = revealed_roll(record)
-    for name in sorted(formats & RENDERERS.keys()):
-        fn = _renderer(RENDERERS[name])
+    # The renderers compute with the rules core's numbers (a record keeps them beside it when they hold a
+    # fraction); what they return goes on the wire without floats.
+    result = record.get("rules_result", record["result"])
+    for name, (renderer, call) in RENDERERS.items():
+        fn = _renderer(renderer) if name in formats else None
         if fn is None:
             continue
         try:
-            out[name] = _call(name, fn, record, gm_ids)
+            out[name] = event_values(call(fn, record, result, gm_ids))
         except Exception as exc:
             if strict:
                 raise RenderError(f"its {name} rendering fails ({type(exc).__name__}: {exc})") from exc

@@ -16,12 +16,14 @@ from typing import Any
 import msgpack
 
 from relay.auth import ROLES
-from relay.formats import RENDERERS, RenderError, renderings
+from relay.formats import RenderError, renderings
 from relay.log.base import RoomInfo
-from relay.protocol import VISIBILITIES
+from relay.protocol import FORMATS, VISIBILITIES
 from relay.state import FoldError, RoomState
 from relay.visibility import BODY_KEYS, NONCE_BYTES, verify
 
+#: An imported roll must render in every format a client may ask for.
+EVERY_FORMAT = frozenset(FORMATS)
 #: SQLite's INTEGER is a signed 64-bit number; ``seq`` and ``ts`` are columns.
 INT64 = 2**63
 
@@ -171,7 +173,7 @@ def checked_fold(stored: Iterable[Mapping[str, Any]], render: bool = True) -> Ro
             raise RecordError(f"the events do not make a room: {exc}") from exc
         if kind == "roll" and render:
             try:
-                renderings(record, frozenset(RENDERERS), state.gm_ids(), strict=True)
+                renderings(record, EVERY_FORMAT, state.gm_ids(), strict=True)
             except RenderError as exc:
                 raise RecordError(f"event {seq} (roll) is not one this server writes: {exc}") from exc
     return state

@@ -118,6 +118,15 @@ export function shownDice(rolls) {
 }
 
 /**
+ * What a check of these rolls depends on, as text: each roll's total and the results its dice show (a reveal
+ * changes both). Read with `shownDice`'s care: a macro's message may hold rolls of any shape.
+ * @param {Array<any>} rolls
+ */
+export function rollsKey(rolls) {
+  return JSON.stringify(list(rolls).map((roll) => [roll?.total, shownDice([roll]).map((d) => d.result)]));
+}
+
+/**
  * Every die result in rolls' data (Roll#toJSON), nested terms included: the dice of pools, parentheses and
  * functions (`rolls`, `roll`), computed numbers and faces (`_number`, `_faces`). Read from the data rather
  * than from Roll#dice, so what is compared is what the relay's rendering holds, whatever term classes the
@@ -196,7 +205,7 @@ function seqsOf(flags) {
 export function plainVerdict(flags, rolls) {
   if (!flags || flags.via !== true) return { state: "not-relay", reason: typeof flags?.reason === "string" ? flags.reason : undefined };
   if (flags.sealed === true && flags.sig === undefined) {
-    return (rolls ?? []).length ? { state: "failed", reason: why("TABLERELAY.Check.SealedDice"), seqs: seqsOf(flags) } : { state: "none" };
+    return list(rolls).length ? { state: "failed", reason: why("TABLERELAY.Check.SealedDice"), seqs: seqsOf(flags) } : { state: "none" };
   }
   return null;
 }
@@ -286,7 +295,7 @@ async function checkClaims({ flags, rolls, authorParticipant, sharedParticipant 
   if (event.kind !== "roll") return fail(why("TABLERELAY.Check.NotRoll", { seq: num(flags.seq) }));
   if (flags.sealed === true || event.sealed === true) {
     if (event.sealed !== true || flags.sealed !== true) return fail(why("TABLERELAY.Check.NotSealed"));
-    if ((rolls ?? []).length) return fail(why("TABLERELAY.Check.SealedDice"));
+    if (list(rolls).length) return fail(why("TABLERELAY.Check.SealedDice"));
     if (typeof flags.commitment === "string" && flags.commitment !== event.commitment) return fail(why("TABLERELAY.Check.OtherSeal"));
     return { state: "verified", seqs };
   }
@@ -304,10 +313,11 @@ async function checkClaims({ flags, rolls, authorParticipant, sharedParticipant 
  */
 function checkResult(result, rolls, seqs, fail) {
   if (!result || !Array.isArray(result.dice)) return fail(why("TABLERELAY.Check.NotAnEvent"));
-  if ((rolls ?? []).length !== 1) return fail(why("TABLERELAY.Check.RollCount", { count: (rolls ?? []).length }));
-  // A fraction is signed as its decimal string (spec/signing.md), which Number() reads back exactly.
-  const total = typeof result.total === "string" ? Number(result.total) : result.total;
-  if (typeof total === "number" && !Number.isNaN(total) && num(rolls[0]?.total) !== total) {
+  if (list(rolls).length !== 1) return fail(why("TABLERELAY.Check.RollCount", { count: list(rolls).length }));
+  // A fraction is signed as its decimal string (spec/signing.md), which Number() reads back exactly; a result
+  // without a total (NaN here) leaves the dice to speak.
+  const total = num(result.total);
+  if (!Number.isNaN(total) && num(rolls[0]?.total) !== total) {
     return fail(why("TABLERELAY.Check.Total", { shown: num(rolls[0]?.total), signed: total }));
   }
   const mismatch = matchDice(renderedDice(rolls), signedFaces(result.dice), (_term, value) => value);

@@ -6,7 +6,7 @@
 
 import { isPosted, posterFor, visibilityOf } from "./audience.mjs";
 import { TableRelay, TableRelayError, eventPageUrl, importKeys } from "./client.mjs";
-import { checkMessage, firstShown, plainVerdict, shownBefore, shownTwice } from "./check.mjs";
+import { checkMessage, firstShown, plainVerdict, rollsKey, shownBefore, shownTwice } from "./check.mjs";
 import { CommandError, parseCommand } from "./commands.mjs";
 import { FacesBroker, METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, revealUpdate, rollMessages, signatureOf } from "./messages.mjs";
@@ -655,10 +655,7 @@ export class TableRelayModule {
 
   /** What a check depends on: the message, its flags and the dice it shows (a reveal changes both). */
   #checkKey(/** @type {ChatMessage.Implementation} */ message) {
-    // Read with care: a macro's message may hold rolls of any shape, and this runs as the chat renders.
-    const each = (/** @type {any} */ v) => (Array.isArray(v) ? v : []);
-    const dice = each(message.rolls).map((/** @type {any} */ r) => [r?.total, each(r?.dice).map((/** @type {any} */ t) => each(t?.results).map((/** @type {any} */ x) => x?.result))]);
-    return `${message.id}|${JSON.stringify(message.flags?.[FLAG_SCOPE] ?? null)}|${JSON.stringify(dice)}`;
+    return `${message.id}|${JSON.stringify(message.flags?.[FLAG_SCOPE] ?? null)}|${rollsKey(message.rolls)}`;
   }
 
   /**
