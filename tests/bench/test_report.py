@@ -89,6 +89,12 @@ def test_fan_out_ratios_are_the_rounds_medians_too() -> None:
     assert "gets a burst (100 rolls), then one roll at a time (25 rolls), in turns, 2 rounds" in text
 
 
+def signed_against(on: dict[str, Any]) -> dict[str, Any]:
+    """Four rounds of the signed window ``on`` against an unsigned one of 2,000 rolls/s, 270 µs on the loop
+    and 250 µs in the rollers per roll."""
+    return {"paired": {"seconds": 1.0, "on": [on] * 4, "off": [window(2_000, 270.0)] * 4}}
+
+
 def why_not_signing(data: dict[str, Any]) -> list[str]:
     _, goals = signing_section(data)
     return _why_not(goals, {"sections": {"signing": data}})
@@ -97,28 +103,14 @@ def why_not_signing(data: dict[str, Any]) -> list[str]:
 def test_acked_rolls_below_the_goal_by_more_than_the_noise_are_called_below_the_contracts_floor() -> None:
     # Unsigned: 270 µs on the loop and 250 in the rollers per roll (0.5 cores at 2,000/s); signed: 30 µs
     # of nonces more, and the rollers 0.55 cores at 1,700/s (324 µs), 74 more: the floor is 520 ÷ 624.
-    data = {
-        "paired": {
-            "seconds": 1.0,
-            "on": [window(1_700, 300.0, 30.0, rollers_cores=0.55)] * 4,
-            "off": [window(2_000, 270.0)] * 4,
-        }
-    }
-    (bullet,) = why_not_signing(data)
+    (bullet,) = why_not_signing(signed_against(window(1_700, 300.0, 30.0, rollers_cores=0.55)))
     assert bullet.startswith("- Acked rolls, signing on ÷ off: 0.85×")
     assert "would sit at 0.83× with this run's figures" in bullet
     assert "So the goal is below the floor of the contract" in bullet
 
 
 def test_acked_rolls_whose_floor_is_within_the_noise_of_the_goal_are_called_at_it() -> None:
-    data = {
-        "paired": {
-            "seconds": 1.0,
-            "on": [window(1_750, 290.0, 20.0, rollers_cores=0.51)] * 4,
-            "off": [window(2_000, 270.0)] * 4,
-        }
-    }
-    (bullet,) = why_not_signing(data)
+    (bullet,) = why_not_signing(signed_against(window(1_750, 290.0, 20.0, rollers_cores=0.51)))
     assert "would sit at 0.89× with this run's figures" in bullet
     assert "the noise between runs decides which side of it a run reads" in bullet
 
