@@ -101,7 +101,7 @@ def _copy(source: sqlite3.Connection, target: Path) -> sqlite3.Connection:
 def backup(db: Path, dest: Path) -> dict[str, Any]:
     """Copy the live database ``db`` to ``dest``, consistently, while a server may be writing to it."""
     if not db.is_file():
-        raise BackupError(f"There is no database at {db}; check --data.")
+        raise BackupError(stores.no_database(db))
     dest = dest.expanduser()
     if dest.is_dir():
         dest = dest / f"tablerelay-{_stamp()}.sqlite3"

@@ -50,10 +50,10 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-def _config(args: argparse.Namespace) -> Any:
+def _config(args: argparse.Namespace, *, stored: bool = False) -> Any:
     from relay.commands import _config as load_config
 
-    return load_config(args)
+    return load_config(args, stored=stored)
 
 
 def _cluster(config: Any) -> bool:
@@ -95,7 +95,7 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
 
 def room_import_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        config = _config(args)  # an import may start a new database
     except ConfigError as exc:
         return _fail(str(exc))
     try:
@@ -168,7 +168,7 @@ def archive_record(state: RoomState, info: RoomInfo, now: int) -> dict[str, Any]
 
 def room_archive_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        config = _config(args, stored=True)
     except ConfigError as exc:
         return _fail(str(exc))
     if _cluster(config):
@@ -234,7 +234,7 @@ def _archive_through(base: str, info: RoomInfo, secret: bytes) -> int:
 
 def room_delete_command(args: argparse.Namespace, ask: Callable[[str], str] = input) -> int:
     try:
-        config = _config(args)
+        config = _config(args, stored=True)
     except ConfigError as exc:
         return _fail(str(exc))
     if _cluster(config):

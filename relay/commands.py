@@ -28,7 +28,8 @@ from relay.log.sqlite import (
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
 
 
-def _config(args: argparse.Namespace, **extra: Any) -> Config:
+def _config(args: argparse.Namespace, *, stored: bool = False, **extra: Any) -> Config:
+    """The command's settings; ``stored``: it works on what a server stored, so its database must exist."""
     overrides = {
         "data": getattr(args, "data", None),
         "public_url": getattr(args, "public_url", None),
@@ -38,6 +39,8 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     }
     config = load(getattr(args, "config", None), overrides)
     stores.check(config)
+    if stored:
+        stores.check_stored(config)
     if config.public_url:
         public.check_public_url(config.public_url)  # a bad address stops every command with a sentence
     return config
@@ -182,7 +185,7 @@ def room_create_command(args: argparse.Namespace) -> int:
 
 def room_list_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        config = _config(args, stored=True)
     except ConfigError as exc:
         return _fail(str(exc))
     if stores.is_cluster(config):
@@ -213,7 +216,7 @@ def room_list_command(args: argparse.Namespace) -> int:
 
 def token_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        config = _config(args, stored=True)
     except ConfigError as exc:
         return _fail(str(exc))
     if args.ttl is not None and args.ttl <= 0:
@@ -276,10 +279,19 @@ def key_rotate_command(args: argparse.Namespace) -> int:
             "the signing key comes from TABLERELAY_SIGNING_KEY, not the data folder: put a new key there "
             "and restart the server (the old key is then published as retired)."
         )
+    if not (config.data / signing.KEY_FILE).is_file() and not config.db_path.is_file():
+        # A mistyped --data would mint a key no server signs with; the server makes its first key itself.
+        return _fail(
+            f"{config.data} is not a tablerelay data folder (it holds no {signing.KEY_FILE} and no "
+            "database): check --data (the folder the server uses); `tablerelay serve` makes the first key "
+            "itself."
+        )
     try:
         old, new = signing.rotate(config.data)
     except signing.SigningKeyError as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot write the new key in {config.data}: {exc.strerror or exc}.", 1)
     if old is not None:
         print(f"Key {old} retired (still published, so the events it signed still verify).")
     print(f"Key {new} is current. Restart the server to sign with it.")
@@ -290,7 +302,7 @@ def room_export_command(args: argparse.Namespace) -> int:
     from relay import exports
 
     try:
-        config = _config(args)
+        config = _config(args, stored=True)
         keyring = signing.load_keyring(config.data, config.signing_key)
     except (ConfigError, signing.SigningKeyError) as exc:
         return _fail(str(exc))
@@ -322,8 +334,11 @@ def room_export_command(args: argparse.Namespace) -> int:
     last_seq = records[-1]["seq"] if records else 0
     head = exports.header(info, keyring, last_seq, "stored" if stored else "public")
     if args.output and args.output != "-":
-        with open(args.output, "wb") as out:
-            count = exports.write(out, args.format, head, events)
+        try:
+            with open(args.output, "wb") as out:
+                count = exports.write(out, args.format, head, events)
+        except OSError as exc:
+            return _fail(f"cannot write {args.output}: {exc.strerror or exc}.", 1)
         print(f"Wrote {count} events of room {info.id} to {args.output}.", file=sys.stderr)
     else:
         exports.write(sys.stdout.buffer, args.format, head, events)

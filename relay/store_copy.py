@@ -83,6 +83,7 @@ def store_copy_command(args: argparse.Namespace) -> int:
         target_config = dataclasses.replace(base, store=args.target)
         stores.check(source_config)
         stores.check(target_config)
+        stores.check_stored(source_config)  # copying from a folder with no database copies nothing
     except ConfigError as exc:
         print(f"tablerelay: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 from relay import logs
@@ -49,6 +50,19 @@ def check(config: Config) -> None:
         raise ConfigError(
             f"TABLERELAY_NODE must be 1 to 32 letters, digits, '-' or '_'; got {config.node!r}."
         )
+
+
+def check_stored(config: Config) -> None:
+    """A command that reads or changes what a server stored refuses a data folder with no database instead
+    of making an empty one there: a mistyped --data would list no rooms, or leave behind a secret and a
+    signing key that no server uses. (``serve``, ``room create``, ``room import`` and ``restore`` start
+    a new database where there is none.) Raises ``ConfigError``."""
+    if not is_cluster(config) and not config.db_path.is_file():
+        raise ConfigError(no_database(config.db_path))
+
+
+def no_database(path: Path) -> str:
+    return f"There is no database at {path}; check --data (the folder the server uses)."
 
 
 def commits_on_loop(config: Config) -> bool:

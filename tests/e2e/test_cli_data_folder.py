@@ -1,0 +1,96 @@
+"""Commands pointed at the wrong place, as real ``tablerelay`` processes: a data folder with no database is
+refused with a sentence and left as it was (a mistyped --data must not list no rooms, or leave a secret and
+a signing key no server uses), and files that cannot be written are named, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.console import tablerelay_bin
+
+NO_DATABASE = "There is no database at {db}; check --data (the folder the server uses)."
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [tablerelay_bin(), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_refused(proc: subprocess.CompletedProcess[str], sentence: str) -> None:
+    assert proc.returncode in (1, 2), (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.strip() == f"tablerelay: {sentence}", proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["room", "list"],
+        ["room", "export", "r1"],
+        ["room", "archive", "r1"],
+        ["room", "delete", "r1", "--yes"],
+        ["token", "--room", "r1", "--role", "gm"],
+        ["backup", "{tmp}/copy.sqlite3"],
+        ["store", "copy", "--from", "sqlite", "--to", "nats://127.0.0.1:9"],
+    ],
+    ids=lambda command: " ".join(command[:2]),
+)
+def test_a_command_on_what_a_server_stored_refuses_a_folder_with_no_database(
+    tmp_path: Path, command: list[str]
+) -> None:
+    typo = tmp_path / "dta"
+    proc = run(*(part.format(tmp=tmp_path) for part in command), "--data", str(typo))
+    assert_refused(proc, NO_DATABASE.format(db=typo / "tablerelay.sqlite3"))
+    assert not typo.exists()
+
+
+def test_key_rotate_refuses_a_folder_that_is_not_a_data_folder(tmp_path: Path) -> None:
+    typo = tmp_path / "dta"
+    proc = run("key", "rotate", "--data", str(typo))
+    assert_refused(
+        proc,
+        f"{typo} is not a tablerelay data folder (it holds no signing.key and no database): check --data "
+        "(the folder the server uses); `tablerelay serve` makes the first key itself.",
+    )
+    assert not typo.exists()
+
+
+def test_key_rotate_names_the_folder_it_cannot_write_the_key_in(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    created = run("room", "create", "--name", "t", "--data", str(data))
+    assert created.returncode == 0, created.stderr
+    first = run("key", "rotate", "--data", str(data))
+    assert first.returncode == 0, first.stderr
+    key = (data / "signing.key").read_bytes()
+    (data / "signing.key.tmp").mkdir()  # where the new key is written first, then moved over the old one
+    proc = run("key", "rotate", "--data", str(data))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith(f"tablerelay: cannot write the new key in {data}: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (data / "signing.key").read_bytes() == key  # the current key is kept
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [("{tmp}/missing/room.jsonl", "No such file or directory"), ("/dev/full", "No space left on device")],
+    ids=["missing folder", "full disk"],
+)
+def test_an_export_that_cannot_be_written_names_the_file(tmp_path: Path, output: str, reason: str) -> None:
+    data = tmp_path / "data"
+    created = run("room", "create", "--name", "t", "--json", "--data", str(data))
+    assert created.returncode == 0, created.stderr
+    room = json.loads(created.stdout)["room"]
+    target = output.format(tmp=tmp_path)
+    proc = run("room", "export", room, "-o", target, "--data", str(data))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == f"tablerelay: cannot write {target}: {reason}.", proc.stderr
