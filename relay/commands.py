@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from relay import admission, auth, logs, loops, public, signing, stores
+from relay import admission, auth, logs, loops, public, records, signing, stores
 from relay.config import SIGNING_NONCES, Config, ConfigError, load
 from relay.log.base import RoomLimitReached
 from relay.log.sqlite import (
@@ -129,8 +129,9 @@ def room_create_command(args: argparse.Namespace) -> int:
     hope_max = getattr(args, "hope_max", None)
     fear_max = config.limits.fear_max if fear_max is None else fear_max
     hope_max = config.limits.hope_max if hope_max is None else hope_max
-    if fear_max < 0 or hope_max < 0:
-        return _fail("--fear-max and --hope-max must be 0 or more.")
+    if not (0 <= fear_max < records.INT64 and 0 <= hope_max < records.INT64):
+        # The store keeps them as 64-bit integers, as an import checks them (relay.records).
+        return _fail("--fear-max and --hope-max must be whole numbers from 0 to 2**63 - 1.")
     try:
         if stores.is_cluster(config):
             stores.check_secret(config)

@@ -182,13 +182,18 @@ def load(
     file = file or env.get("TABLERELAY_CONFIG") or None
     if file is not None:
         path = Path(file)
+        named = repr(str(path))
         try:
             with path.open("rb") as fh:
                 data = tomllib.load(fh)
         except FileNotFoundError as exc:
-            raise ConfigError(f"The config file {str(path)!r} does not exist.") from exc
+            raise ConfigError(f"The config file {named} does not exist.") from exc
+        except OSError as exc:  # a folder, a file it may not read
+            raise ConfigError(f"The config file {named} cannot be read: {exc.strerror or exc}.") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"The config file {named} is not valid TOML: it is not UTF-8 text.") from exc
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"The config file {str(path)!r} is not valid TOML: {exc}.") from exc
+            raise ConfigError(f"The config file {named} is not valid TOML: {exc}.") from exc
         config = _apply(config, data.get("tablerelay", data), str(path))
     config = _apply(config, _from_env(env), "the environment")
     if overrides:

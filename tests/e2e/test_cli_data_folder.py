@@ -1,6 +1,7 @@
 """Commands pointed at the wrong place, as real ``tablerelay`` processes: a data folder with no database is
 refused with a sentence and left as it was (a mistyped --data must not list no rooms, or leave a secret and
-a signing key no server uses), and files that cannot be written are named, never a traceback."""
+a signing key no server uses), files that cannot be written are named, and a number the store cannot hold
+is refused before it is stored: never a traceback."""
 
 from __future__ import annotations
 
@@ -94,3 +95,12 @@ def test_an_export_that_cannot_be_written_names_the_file(tmp_path: Path, output:
     proc = run("room", "export", room, "-o", target, "--data", str(data))
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip() == f"tablerelay: cannot write {target}: {reason}.", proc.stderr
+
+
+def test_a_resource_cap_the_store_cannot_hold_is_refused(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    sentence = "--fear-max and --hope-max must be whole numbers from 0 to 2**63 - 1."
+    assert_refused(run("room", "create", "--name", "t", "--fear-max", str(2**63), "--data", data), sentence)
+    assert_refused(run("room", "create", "--name", "t", "--hope-max", "-1", "--data", data), sentence)
+    created = run("room", "create", "--name", "t", "--fear-max", str(2**63 - 1), "--json", "--data", data)
+    assert created.returncode == 0, created.stderr

@@ -56,3 +56,19 @@ def test_a_value_of_another_kind_is_refused_with_a_sentence(
     with pytest.raises(ConfigError) as refused:
         load(toml(tmp_path, text), environ=env)
     assert words in str(refused.value)
+
+
+def test_a_config_file_that_cannot_be_read_as_toml_is_named_with_the_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "conf.d"
+    folder.mkdir()
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfeport = 1\n")
+    cases = {
+        tmp_path / "missing.toml": "does not exist.",
+        folder: "cannot be read: Is a directory.",
+        binary: "is not valid TOML: it is not UTF-8 text.",
+    }
+    for path, reason in cases.items():
+        with pytest.raises(ConfigError) as refused:
+            load(path, environ={})
+        assert str(refused.value) == f"The config file {str(path)!r} {reason}"
