@@ -200,7 +200,7 @@ def restore_command(args: argparse.Namespace) -> int:
     from relay.commands import _config, _fail
 
     try:
-        config = _config(args)
+        config = _config(args, writes=True)
         stores.sqlite_only(config, "backup and restore")
         summary = restore(Path(args.src).expanduser(), config.data)
     except (ConfigError, BackupError) as exc:

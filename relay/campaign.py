@@ -50,10 +50,10 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-def _config(args: argparse.Namespace, *, stored: bool = False) -> Any:
+def _config(args: argparse.Namespace, *, stored: bool = False, writes: bool = False) -> Any:
     from relay.commands import _config as load_config
 
-    return load_config(args, stored=stored)
+    return load_config(args, stored=stored, writes=writes)
 
 
 def _cluster(config: Any) -> bool:
@@ -95,7 +95,7 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
 
 def room_import_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)  # an import may start a new database
+        config = _config(args, writes=True)  # an import may start a new database
     except ConfigError as exc:
         return _fail(str(exc))
     try:

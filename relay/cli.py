@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -249,6 +250,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # One-shot commands piped into `head` should end quietly, as other command-line tools do. The
         # server keeps Python's default (SIGPIPE ignored) so a closed socket is an error, not a kill.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return _run(args)
+    except sqlite3.DatabaseError as exc:
+        # Every command opens the data folder's database the same way (relay.log.sqlite.connect), which
+        # says in one sentence why a file is not usable; any other database error is a fault to see whole.
+        from relay.log.sqlite import DatabaseUnusable
+
+        if not isinstance(exc, DatabaseUnusable):
+            raise
+        print(f"tablerelay: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "roll":
         from rules.cli import roll_command
 

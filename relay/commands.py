@@ -28,8 +28,9 @@ from relay.log.sqlite import (
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
 
 
-def _config(args: argparse.Namespace, *, stored: bool = False, **extra: Any) -> Config:
-    """The command's settings; ``stored``: it works on what a server stored, so its database must exist."""
+def _config(args: argparse.Namespace, *, stored: bool = False, writes: bool = False, **extra: Any) -> Config:
+    """The command's settings. ``stored``: it works on what a server stored, so its database must exist;
+    ``writes``: it writes in the data folder (and may make it)."""
     overrides = {
         "data": getattr(args, "data", None),
         "public_url": getattr(args, "public_url", None),
@@ -39,6 +40,7 @@ def _config(args: argparse.Namespace, *, stored: bool = False, **extra: Any) -> 
     }
     config = load(getattr(args, "config", None), overrides)
     stores.check(config)
+    stores.check_data_folder(config, writes=writes)
     if stored:
         stores.check_stored(config)
     if config.public_url:
@@ -56,7 +58,12 @@ def serve_command(args: argparse.Namespace) -> int:
 
     try:
         config = _config(
-            args, host=args.host, port=args.port, log_format=args.log_format, log_level=args.log_level
+            args,
+            writes=True,
+            host=args.host,
+            port=args.port,
+            log_format=args.log_format,
+            log_level=args.log_level,
         )
         logs.configure(config.log_format, config.log_level)
         _check(config)
@@ -119,7 +126,7 @@ def _check(config: Config) -> None:
 
 def room_create_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        config = _config(args, writes=True)
     except ConfigError as exc:
         return _fail(str(exc))
     name = args.name.strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -59,6 +60,27 @@ def check_stored(config: Config) -> None:
     a new database where there is none.) Raises ``ConfigError``."""
     if not is_cluster(config) and not config.db_path.is_file():
         raise ConfigError(no_database(config.db_path))
+
+
+def check_data_folder(config: Config, *, writes: bool) -> None:
+    """Refuse a data folder the command cannot use, with a sentence (``ConfigError``): a file where the
+    folder should be, and for a command that writes there (``writes``: serve, room create and import,
+    restore), one it cannot make or write in (a read-only or virtual file system). A NATS store keeps its
+    rooms elsewhere, and its nodes' keys come from the environment: nothing is checked for it."""
+    if is_cluster(config):
+        return
+    data = config.data
+    if data.exists() and not data.is_dir():
+        raise ConfigError(f"The data folder {str(data)!r} is a file, not a folder; check --data.")
+    if not writes:
+        return
+    probe = data / f".tablerelay-probe-{os.getpid()}"
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"The data folder {str(data)!r} cannot be written: {exc.strerror or exc}.") from exc
 
 
 def no_database(path: Path) -> str:

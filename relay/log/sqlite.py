@@ -119,19 +119,34 @@ def check_on_loop(synchronous: str) -> None:
         )
 
 
+class DatabaseUnusable(sqlite3.DatabaseError):
+    """The database file could not be opened as this server's (not SQLite, damaged, not readable); the
+    message is a sentence naming the file."""
+
+    def __init__(self, path: Path, error: sqlite3.Error) -> None:
+        super().__init__(f"The database {path} cannot be used: {error}.")
+
+
 def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
     """A connection with the schema in place, WAL on, and explicit transactions (autocommit mode)."""
     check_synchronous(synchronous)
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-    conn.execute("PRAGMA busy_timeout = 10000")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-    conn.executescript(SCHEMA)
-    if _clustered(conn):
-        _events_by_arrival(conn)
-    if conn.execute("PRAGMA user_version").fetchone()[0] < REVEALS_INDEXED:
-        _index_old_reveals(conn)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    except sqlite3.Error as exc:
+        raise DatabaseUnusable(path, exc) from exc
+    try:
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        conn.executescript(SCHEMA)
+        if _clustered(conn):
+            _events_by_arrival(conn)
+        if conn.execute("PRAGMA user_version").fetchone()[0] < REVEALS_INDEXED:
+            _index_old_reveals(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise DatabaseUnusable(path, exc) from exc
     return conn
 
 

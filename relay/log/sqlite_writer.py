@@ -159,6 +159,7 @@ class WriterProcess(asyncio.SubprocessProtocol):
                     self._ready.set_result(None)
                 else:
                     why = message[1] if isinstance(message, list) and len(message) == 2 else repr(message)
+                    why = str(why).rstrip(".")  # the process's own sentence may end with one
                     sentence = f"The SQLite writer process could not open the database: {why}."
                     self._ready.set_exception(WriterUnusable(sentence))
         except Exception as exc:  # an answer that does not fit: nothing it says can be trusted

@@ -104,3 +104,51 @@ def test_a_resource_cap_the_store_cannot_hold_is_refused(tmp_path: Path) -> None
     assert_refused(run("room", "create", "--name", "t", "--hope-max", "-1", "--data", data), sentence)
     created = run("room", "create", "--name", "t", "--fear-max", str(2**63 - 1), "--json", "--data", data)
     assert created.returncode == 0, created.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["serve", "--port", "0"], ["room", "create", "--name", "t"], ["room", "list"], ["restore", "{tmp}/b"]],
+    ids=lambda command: " ".join(command[:2]),
+)
+def test_a_data_folder_that_is_a_file_or_cannot_be_made_is_refused(
+    tmp_path: Path, command: list[str]
+) -> None:
+    args = [part.format(tmp=tmp_path) for part in command]
+    afile = tmp_path / "afile"
+    afile.write_text("notes\n")
+    assert_refused(
+        run(*args, "--data", str(afile)),
+        f"The data folder {str(afile)!r} is a file, not a folder; check --data.",
+    )
+    if command[0] in ("serve", "restore") or command[:2] == ["room", "create"]:
+        inside = afile / "data"  # a folder cannot be made inside a file
+        assert_refused(
+            run(*args, "--data", str(inside)),
+            f"The data folder {str(inside)!r} cannot be written: Not a directory.",
+        )
+    assert afile.read_text() == "notes\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "--port", "0"],
+        ["room", "create", "--name", "t"],
+        ["room", "list"],
+        ["room", "export", "r1"],
+        ["token", "--room", "r1", "--role", "gm"],
+    ],
+    ids=lambda command: " ".join(command[:2]),
+)
+def test_a_database_file_that_is_not_one_is_named_and_left_as_it_is(
+    tmp_path: Path, command: list[str]
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "tablerelay.sqlite3"
+    db.write_bytes(b"these are a GM's notes, not a database\n" * 100)
+    before = db.read_bytes()
+    proc = run(*command, "--data", str(data))
+    assert_refused(proc, f"The database {db} cannot be used: file is not a database.")
+    assert db.read_bytes() == before
