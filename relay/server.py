@@ -15,6 +15,7 @@ import gc
 import http
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -664,7 +665,7 @@ class Relay:
 
     async def _foundry(self, path: str, request: Request) -> Response:
         """The Foundry module's manifest or zip, with addresses that name this relay as it was reached."""
-        base = self.config.public_url or _request_base(request)
+        base = self.config.public_url or _request_base(request) or self.public_base
         sources = foundry.installed_sources()
         try:
             if path == foundry.MANIFEST_PATH:
@@ -673,6 +674,8 @@ class Relay:
             data = self._foundry_zips.get(base)
             if data is None:
                 data = await asyncio.to_thread(foundry.package, sources, base)
+                if len(self._foundry_zips) >= FOUNDRY_ZIPS_KEPT:  # the oldest goes
+                    del self._foundry_zips[next(iter(self._foundry_zips))]
                 self._foundry_zips[base] = data
         except foundry.FoundryPackageError as exc:
             logger.warning("foundry_package_unavailable", reason=str(exc))
@@ -760,11 +763,27 @@ def _response(
     return Response(status, phrase, headers, body)
 
 
-def _request_base(request: Request) -> str:
-    """This server's address as the request reached it (behind a proxy, as the proxy says it was reached)."""
-    host = request.headers.get("X-Forwarded-Host") or request.headers.get("Host") or "127.0.0.1"
+#: Foundry zips kept, one per address the module was fetched by: a relay is reached by a few (its public
+#: name, a LAN address, localhost), and a zip is about 80 KB, so Host headers made up by the thousand must
+#: not each keep one.
+FOUNDRY_ZIPS_KEPT = 8
+#: A Host (or X-Forwarded-Host) that may name this relay in a manifest: a DNS name or IPv4 address, or an
+#: IPv6 address in brackets, and an optional port.
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])"  # a name; an IPv6 address
+    r"(?::[0-9]{1,5})?"  # a port
+)
+
+
+def _request_base(request: Request) -> str | None:
+    """This server's address as the request reached it (behind a proxy, as the proxy says it was reached);
+    None when the request names no host that could be one."""
+    host = request.headers.get("X-Forwarded-Host") or request.headers.get("Host")
+    host = host.split(",")[0].strip() if host else ""
+    if not _HOST.fullmatch(host):
+        return None
     scheme = request.headers.get("X-Forwarded-Proto", "http").split(",")[0].strip()
-    return f"{'https' if scheme == 'https' else 'http'}://{host.split(',')[0].strip()}"
+    return f"{'https' if scheme == 'https' else 'http'}://{host}"
 
 
 #: Young container objects allocated between collections of the youngest generation (CPython's default

@@ -406,3 +406,30 @@ async def test_a_roller_is_served_before_the_rest_of_its_room(server: Running) -
     assert [s.id for s in handle.subscribers.values()] == ["p1", "p2", "p0", "p3"]
     for ws in sockets:
         await ws.close()
+
+
+async def http_get(ws_url: str, path: str, host: str) -> tuple[int, bytes]:
+    """One HTTP/1.1 request with the given Host header, read to the end (the server closes)."""
+    port = int(ws_url.rsplit(":", 1)[1].split("/")[0])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode("latin-1"))
+    data = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+async def test_the_foundry_zips_kept_are_few_whatever_host_the_requests_name(server: Running) -> None:
+    # Each address the module is fetched by gets a zip naming it (about 80 KB); a thousand made-up Host
+    # headers kept a thousand of them before.
+    from relay.server import FOUNDRY_ZIPS_KEPT as kept
+
+    for i in range(3 * kept):
+        status, body = await http_get(server.url, "/foundry/tablerelay.zip", f"h{i}.example")
+        assert status == 200, body[:80]
+        assert body.startswith(b"PK"), "a zip"
+    assert list(server.relay._foundry_zips) == [f"http://h{i}.example" for i in range(2 * kept, 3 * kept)]
+    # A Host that cannot be an address is not put in the manifest: the server's own address is.
+    status, body = await http_get(server.url, "/foundry/module.json", 'evil"</a>.example')
+    assert status == 200
+    assert json.loads(body)["download"] == server.relay.public_base + "/foundry/tablerelay.zip"
