@@ -1554,10 +1554,10 @@ def _tables_p99(value: float, relay: dict[str, Any], bare: dict[str, Any]) -> st
         f"{relay['server_cpu_us_per_roll'] / bare['server_cpu_us_per_roll']:.1f} times what it costs the "
         f"bare server, so the median follows the CPU per roll (p50 {relay['p50_ms']:.1f} against "
         f"{bare['p50_ms']:.1f} ms). The 99th percentile is the slowest {rolls // 100:,} of {rolls:,} rolls, "
-        "and it follows the shared machine's stalls on either side: in four whole runs on 2026-11-27 "
-        "this ratio read 0.83×, 1.05×, 0.77× and 1.73×, and in an A/B run of the same day (table of "
-        "changes) bare's own p99 went from 9.7 to 36.0 ms between runs, on asyncio's loop from 18.2 to "
-        "70.8, while a relay that never checkpoints SQLite read no lower than the real one."
+        "and it follows the shared machine's stalls on either side: on 2026-11-27, with three runs a side, "
+        "eight readings of this ratio went from 0.53× to 1.94× (median 0.94×), bare's own p99 from 9.7 to "
+        "50.8 ms between runs, and a relay that never checkpoints SQLite read no lower than the real one "
+        "(table of changes); the section pools six runs a side since."
     )
 
 
