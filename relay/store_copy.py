@@ -84,6 +84,7 @@ def store_copy_command(args: argparse.Namespace) -> int:
         stores.check(source_config)
         stores.check(target_config)
         stores.check_stored(source_config)  # copying from a folder with no database copies nothing
+        stores.check_data_folder(target_config, writes=True)
     except ConfigError as exc:
         print(f"tablerelay: {exc}", file=sys.stderr)
         return 2

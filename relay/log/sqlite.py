@@ -123,17 +123,18 @@ class DatabaseUnusable(sqlite3.DatabaseError):
     """The database file could not be opened as this server's (not SQLite, damaged, not readable); the
     message is a sentence naming the file."""
 
-    def __init__(self, path: Path, error: sqlite3.Error) -> None:
-        super().__init__(f"The database {path} cannot be used: {error}.")
+    def __init__(self, path: Path, error: sqlite3.Error | OSError) -> None:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        super().__init__(f"The database {path} cannot be used: {reason}.")
 
 
 def connect(path: Path, synchronous: str = "normal") -> sqlite3.Connection:
     """A connection with the schema in place, WAL on, and explicit transactions (autocommit mode)."""
     check_synchronous(synchronous)
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         raise DatabaseUnusable(path, exc) from exc
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
