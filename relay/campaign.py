@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -106,10 +105,9 @@ def room_import_command(args: argparse.Namespace) -> int:
     keys = None
     if args.keys:
         try:
-            with open(args.keys, "rb") as fh:
-                keys = signing.public_keys(json.loads(fh.read()))
-        except (OSError, ValueError, signing.SigningKeyError) as exc:
-            return _fail(f"cannot use the key set {args.keys}: {exc}")
+            keys = signing.read_key_set(args.keys)
+        except signing.SigningKeyError as exc:
+            return _fail(str(exc))
     try:
         info, records = checked_records(exports.read(data), keys)
     except exports.ExportError as exc:

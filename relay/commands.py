@@ -365,16 +365,9 @@ def verify_command(args: argparse.Namespace) -> int:
     keys = None
     if args.keys:
         try:
-            with open(args.keys, "rb") as fh:
-                keys = json.loads(fh.read())
-        except OSError as exc:
-            return _fail(f"cannot read the key set {args.keys}: {exc.strerror}.")
-        except ValueError as exc:
-            return _fail(f"the key set {args.keys} is not JSON: {exc}.")
-        try:
-            keys = signing.public_keys(keys)
+            keys = signing.read_key_set(args.keys)
         except signing.SigningKeyError as exc:
-            return _fail(f"the key set {args.keys} cannot be used: {exc}")
+            return _fail(str(exc))
     try:
         export = exports.read(data)
         problems = exports.failures(export, keys)

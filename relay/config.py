@@ -192,6 +192,8 @@ def load(
             raise ConfigError(f"The config file {named} cannot be read: {exc.strerror or exc}.") from exc
         except UnicodeDecodeError as exc:
             raise ConfigError(f"The config file {named} is not valid TOML: it is not UTF-8 text.") from exc
+        except RecursionError as exc:
+            raise ConfigError(f"The config file {named} is not valid TOML: it nests too deep.") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"The config file {named} is not valid TOML: {exc}.") from exc
         config = _apply(config, data.get("tablerelay", data), str(path))

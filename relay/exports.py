@@ -45,6 +45,10 @@ FORMS = ("public", "stored")
 #: Stored fields an export leaves out: the rules core's own numbers, kept beside ``result`` only when a
 #: dice formula made a fraction, are floats, which no signed event may hold (spec/signing.md).
 UNEXPORTED = ("rules_result",)
+#: How deep an entry's maps and lists may nest. The deepest event the server writes is a dice roll of groups
+#: nested as deep as a formula may (32 levels), about 130; what reads an entry (the checks, the canonical
+#: encoding, JSON's own decoder) recurses, and Python's stack is about 1,000 calls deep.
+MAX_NESTING = 256
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,23 @@ def write(out: IO[bytes], fmt: str, head: Mapping[str, Any], events: Iterable[Ma
     return count
 
 
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether maps and lists in ``value`` nest more than ``limit`` deep, found without recursing."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def read(data: bytes) -> Export:
     """Parse an export in either encoding (told apart by its first byte: ``{`` starts JSON)."""
     items: list[Any]
@@ -148,17 +169,25 @@ def read(data: bytes) -> Export:
             if not line.strip():
                 continue
             try:
-                items.append(_from_json(json.loads(line)))
+                parsed = json.loads(line)
+            except RecursionError as exc:
+                raise ExportError(f"line {number} nests deeper than any entry of an export") from exc
             except ValueError as exc:
                 if number == len(lines) and not data.endswith(b"\n"):
                     # The export ends every line with a newline: a last line without one was cut.
                     raise ExportError(f"line {number} ends part way: the file was cut short") from exc
                 raise ExportError(f"line {number} is not JSON: {exc}") from exc
+            if _nests_deeper(parsed, MAX_NESTING):
+                raise ExportError(f"line {number} nests deeper than {MAX_NESTING} levels: no event does")
+            items.append(_from_json(parsed))
     else:
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, timestamp=0)
         unpacker.feed(data)
+        items = []
         try:
-            items = list(unpacker)
+            items.extend(unpacker)
+        except msgpack.StackError as exc:  # MessagePack's own limit, far past MAX_NESTING
+            raise ExportError(f"entry {len(items) + 1} nests deeper than any entry of an export") from exc
         except Exception as exc:
             raise ExportError(f"the file is neither JSON Lines nor a MessagePack stream: {exc}") from exc
         # The unpacker stops quietly at an entry it has only part of: the last one, when the file was cut.
@@ -166,6 +195,9 @@ def read(data: bytes) -> Export:
             raise ExportError(
                 f"the file ends inside entry {len(items) + 1}, at byte {len(data):,}: it was cut short"
             )
+        for number, item in enumerate(items, 1):
+            if _nests_deeper(item, MAX_NESTING):
+                raise ExportError(f"entry {number} nests deeper than {MAX_NESTING} levels: no event does")
     if not items:
         raise ExportError("the file is empty")
     head = items[0]

@@ -358,6 +358,26 @@ def rotate(data: Path, *, now: int | None = None) -> tuple[str | None, str]:
 # -- checking ------------------------------------------------------------------------------------------
 
 
+def read_key_set(path: str | Path) -> dict[str, Ed25519PublicKey]:
+    """The public keys of a key set file (a server's ``/.well-known/tablerelay-keys.json`` as saved), for
+    ``tablerelay verify --keys`` and ``room import --keys``; ``SigningKeyError`` with a sentence naming the
+    file when it cannot be used."""
+    try:
+        text = Path(path).read_bytes()
+    except OSError as exc:
+        raise SigningKeyError(f"cannot read the key set {path}: {exc.strerror or exc}.") from exc
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise SigningKeyError(f"the key set {path} nests deeper than any key set.") from exc
+    except ValueError as exc:  # not JSON, or not UTF-8 text
+        raise SigningKeyError(f"the key set {path} is not JSON: {exc}.") from exc
+    try:
+        return public_keys(value)
+    except SigningKeyError as exc:
+        raise SigningKeyError(f"the key set {path} cannot be used: {exc}") from exc
+
+
 def check(event: Mapping[str, Any], room_id: str, keys: Any) -> str | None:
     """Why ``event`` does not verify, as a sentence; None when its signature is good.
 

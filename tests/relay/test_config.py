@@ -63,10 +63,13 @@ def test_a_config_file_that_cannot_be_read_as_toml_is_named_with_the_reason(tmp_
     folder.mkdir()
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\xff\xfeport = 1\n")
+    deep = tmp_path / "deep.toml"
+    deep.write_text("port = " + "[" * 100_000 + "]" * 100_000 + "\n")
     cases = {
         tmp_path / "missing.toml": "does not exist.",
         folder: "cannot be read: Is a directory.",
         binary: "is not valid TOML: it is not UTF-8 text.",
+        deep: "is not valid TOML: it nests too deep.",
     }
     for path, reason in cases.items():
         with pytest.raises(ConfigError) as refused:

@@ -300,3 +300,19 @@ def test_a_roll_whose_result_has_no_canonical_encoding_is_refused_before_it_is_s
     event = next(f for f in got if f["t"] == "event")
     assert event["result"]["third"] == "0.5", "a float becomes its decimal string"
     assert signing.verify(event, table.room.id, KEYRING.jwks())
+
+
+def test_a_key_set_file_that_cannot_be_read_is_named_with_the_reason(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    cases = {
+        tmp_path / "missing.json": "cannot read the key set {path}: No such file or directory.",
+        deep: "the key set {path} nests deeper than any key set.",
+        binary: "the key set {path} is not JSON: ",
+    }
+    for path, words in cases.items():
+        with pytest.raises(signing.SigningKeyError) as refused:
+            signing.read_key_set(path)
+        assert str(refused.value).startswith(words.format(path=path)), refused.value
