@@ -40,6 +40,8 @@ def parse_pairs(pairs: Sequence[str]) -> dict[str, Any]:
             intent[key] = json.loads(value)
         except json.JSONDecodeError:
             intent[key] = value
+        except RecursionError as exc:
+            raise RulesError("bad_intent", f"The argument {key!r} nests deeper than any roll takes.") from exc
     return intent
 
 
