@@ -92,7 +92,7 @@ def test_effects_and_requirements_are_shown() -> None:
         (["3d6+"], "bad_formula"),
         (["3d6", "formula=2d6"], "bad_intent"),
         (["1d20", "dialect=owlbear"], "bad_value"),
-        (["drawsteel.power", "characteristic=" + "[" * 30_000 + "]" * 30_000], "bad_intent"),  # past the stack
+        (["drawsteel.power", "characteristic=" + "[" * 30_000 + "]" * 30_000], "bad_intent"),  # too deep
     ],
 )
 def test_a_bad_argument_prints_one_error_line_and_exits_2(args: list[str], code: str) -> None:
