@@ -50,13 +50,21 @@ def _summary(conn: sqlite3.Connection) -> dict[str, Any]:
     return {"rooms": int(rooms), "events": int(events)}
 
 
+#: The tables that make a SQLite file a tablerelay database.
+TABLES = frozenset({"rooms", "events"})
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def _check(conn: sqlite3.Connection, what: str) -> None:
     try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = _tables(conn)
         verdict = conn.execute("PRAGMA integrity_check").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         raise BackupError(f"{what} is not a SQLite database: {exc}.") from exc
-    if not {"rooms", "events"} <= tables:
+    if not tables >= TABLES:
         raise BackupError(f"{what} is not a tablerelay database: it has no rooms and events tables.")
     if verdict != "ok":
         raise BackupError(f"{what} failed SQLite's integrity check: {verdict}.")
@@ -98,6 +106,27 @@ def _copy(source: sqlite3.Connection, target: Path) -> sqlite3.Connection:
     return copy
 
 
+def _check_replaceable(dest: Path, db: Path) -> None:
+    """A backup goes where nothing is, or over an earlier backup (a nightly job writing one name): never
+    over the live database itself, nor over a file that is not a tablerelay database (a mistyped name)."""
+    if not dest.exists():
+        return
+    if dest.resolve() == db.resolve():
+        raise BackupError(f"{dest} is the database being backed up; give the backup another name.")
+    if not dest.is_file():
+        raise BackupError(f"{dest} exists and is not a file; give the backup another name.")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{dest.resolve().as_uri()}?mode=ro", uri=True)) as earlier:
+            ours = _tables(earlier) >= TABLES
+    except sqlite3.DatabaseError:
+        ours = False
+    if not ours:
+        raise BackupError(
+            f"{dest} exists and is not a tablerelay backup, so it is left as it is; give the backup another "
+            "name, or a folder (each backup there is named by its time)."
+        )
+
+
 def backup(db: Path, dest: Path) -> dict[str, Any]:
     """Copy the live database ``db`` to ``dest``, consistently, while a server may be writing to it."""
     if not db.is_file():
@@ -107,6 +136,7 @@ def backup(db: Path, dest: Path) -> dict[str, Any]:
         dest = dest / f"tablerelay-{_stamp()}.sqlite3"
     if not dest.parent.is_dir():
         raise BackupError(f"The folder {dest.parent} does not exist.")
+    _check_replaceable(dest, db)
     partial = dest.with_name(f".{dest.name}.partial")
     source = sqlite3.connect(db, timeout=30.0)
     try:

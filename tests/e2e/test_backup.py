@@ -171,3 +171,43 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
     assert f"holds a room that cannot be served: room {room.id}, event 3 cannot be read" in refused.stderr
     assert_sentence(refused.stderr.strip().removeprefix("tablerelay: "))
     assert (srv.data / "tablerelay.sqlite3").read_bytes() == before_restore, "nothing was replaced"
+
+
+def test_a_backup_replaces_only_an_earlier_backup(tmp_path: Path) -> None:
+    def backup(dest: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [tablerelay_bin(), "backup", str(dest), "--data", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    data = tmp_path / "data"
+    made = subprocess.run(
+        [tablerelay_bin(), "room", "create", "--name", "t", "--data", str(data)],
+        capture_output=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    live = data / "tablerelay.sqlite3"
+    before = live.read_bytes()
+    # The live database named as the backup (it would be replaced by its own copy, under a running server).
+    refused = backup(data / ".." / "data" / "tablerelay.sqlite3")
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stderr.endswith("is the database being backed up; give the backup another name.\n")
+    assert live.read_bytes() == before
+    # A file that is not a tablerelay database: a mistyped name is not overwritten.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the GM's notes\n")
+    refused = backup(notes)
+    assert refused.returncode == 1, refused.stdout
+    assert_sentence(refused.stderr.strip().removeprefix("tablerelay: "))
+    assert "is not a tablerelay backup, so it is left as it is" in refused.stderr
+    assert notes.read_text() == "the GM's notes\n"
+    # An earlier backup under the same name (a nightly job) is replaced.
+    nightly = tmp_path / "nightly.sqlite3"
+    for _ in range(2):
+        done = backup(nightly)
+        assert done.returncode == 0, done.stderr
+    assert sqlite3.connect(nightly).execute("SELECT COUNT(*) FROM rooms").fetchone() == (1,)
