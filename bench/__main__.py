@@ -262,16 +262,20 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         return out
 
     async def do_appends() -> dict[str, Any]:
-        out: dict[str, Any] = {"server": [], "storage": []}
-        for rooms, per_room in sizes.append_shapes:
-            r = await appends.measure(
+        async def acked(rooms: int, per_room: int, repeats: int, profile: Path | None = None) -> Any:
+            return await appends.measure(
                 run_dir,
                 calibration,
                 rooms=rooms,
                 rollers_per_room=per_room,
                 seconds=sizes.append_seconds,
-                repeats=sizes.append_windows,
+                repeats=repeats,
+                profile=profile,
             )
+
+        out: dict[str, Any] = {"server": [], "storage": []}
+        for rooms, per_room in sizes.append_shapes:
+            r = await acked(rooms, per_room, sizes.append_windows)
             _say(f"{rooms:>3} room(s) × {per_room:<3} rollers {r['rate']:>8,.0f} acked rolls/s")
             out["server"].append(r)
         for writers in (1, 10, 100):
@@ -286,15 +290,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
                 "appends_rooms": max(sizes.append_shapes, key=lambda s: s[0]),
             }
             for key, (rooms, per_room) in shapes.items():
-                r = await appends.measure(
-                    run_dir,
-                    calibration,
-                    rooms=rooms,
-                    rollers_per_room=per_room,
-                    seconds=sizes.append_seconds,
-                    repeats=1,
-                    profile=run_dir / f"profile-{key}.raw",
-                )
+                r = await acked(rooms, per_room, 1, run_dir / f"profile-{key}.raw")
                 results["profiles"][key] = {"scenario": _scenario(r), **r.pop("profile", {})}
         return out
 

@@ -1027,15 +1027,12 @@ def signing_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         )
     else:
         acked, drifts = "Acked rolls were not measured in this run. ", ""
-    rounds = len(off_fan.get("bursts") or [])
-    rolls = [r["events"] for r in off_fan.get("bursts") or []] + [
-        r["events"] for r in off_fan.get("chains") or []
-    ]
+    bursts, chains = off_fan.get("bursts") or [], off_fan.get("chains") or []
     fanned = (
         "Fan-out as in section 1 (N = 1,000: each roll signed once for 1,000 deliveries): each relay has "
-        f"its own 1,000 receivers and gets a burst ({rolls[0]:,} rolls), then one roll at a time "
-        f"({rolls[-1]:,} rolls), in turns, {rounds} rounds. "
-        if rounds
+        f"its own 1,000 receivers and gets a burst ({bursts[0]['events']:,} rolls), then one roll at a time "
+        f"({(chains or bursts)[0]['events']:,} rolls), in turns, {len(bursts)} rounds. "
+        if bursts
         else "Fan-out was not measured in this run. "
     )
     text = f"""## 6. Signing

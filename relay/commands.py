@@ -136,8 +136,8 @@ def room_create_command(args: argparse.Namespace) -> int:
     hope_max = getattr(args, "hope_max", None)
     fear_max = config.limits.fear_max if fear_max is None else fear_max
     hope_max = config.limits.hope_max if hope_max is None else hope_max
-    if not (0 <= fear_max < records.INT64 and 0 <= hope_max < records.INT64):
-        # The store keeps them as 64-bit integers, as an import checks them (relay.records).
+    if records.ROOM["fear_max"](fear_max) or records.ROOM["hope_max"](hope_max):
+        # The caps an import takes for a room (relay.records): the store keeps them as 64-bit integers.
         return _fail("--fear-max and --hope-max must be whole numbers from 0 to 2**63 - 1.")
     try:
         if stores.is_cluster(config):

@@ -159,6 +159,11 @@ def _nests_deeper(value: Any, limit: int) -> bool:
     return False
 
 
+def _too_deep(where: str) -> ExportError:
+    # Said alike whether this module's walk, JSON's decoder or MessagePack's found it (both go far deeper).
+    return ExportError(f"{where} nests deeper than {MAX_NESTING} levels: no event does")
+
+
 def read(data: bytes) -> Export:
     """Parse an export in either encoding (told apart by its first byte: ``{`` starts JSON)."""
     items: list[Any]
@@ -171,14 +176,14 @@ def read(data: bytes) -> Export:
             try:
                 parsed = json.loads(line)
             except RecursionError as exc:
-                raise ExportError(f"line {number} nests deeper than any entry of an export") from exc
+                raise _too_deep(f"line {number}") from exc
             except ValueError as exc:
                 if number == len(lines) and not data.endswith(b"\n"):
                     # The export ends every line with a newline: a last line without one was cut.
                     raise ExportError(f"line {number} ends part way: the file was cut short") from exc
                 raise ExportError(f"line {number} is not JSON: {exc}") from exc
             if _nests_deeper(parsed, MAX_NESTING):
-                raise ExportError(f"line {number} nests deeper than {MAX_NESTING} levels: no event does")
+                raise _too_deep(f"line {number}")
             items.append(_from_json(parsed))
     else:
         unpacker = msgpack.Unpacker(raw=False, strict_map_key=True, timestamp=0)
@@ -187,7 +192,7 @@ def read(data: bytes) -> Export:
         try:
             items.extend(unpacker)
         except msgpack.StackError as exc:  # MessagePack's own limit, far past MAX_NESTING
-            raise ExportError(f"entry {len(items) + 1} nests deeper than any entry of an export") from exc
+            raise _too_deep(f"entry {len(items) + 1}") from exc
         except Exception as exc:
             raise ExportError(f"the file is neither JSON Lines nor a MessagePack stream: {exc}") from exc
         # The unpacker stops quietly at an entry it has only part of: the last one, when the file was cut.
@@ -197,7 +202,7 @@ def read(data: bytes) -> Export:
             )
         for number, item in enumerate(items, 1):
             if _nests_deeper(item, MAX_NESTING):
-                raise ExportError(f"entry {number} nests deeper than {MAX_NESTING} levels: no event does")
+                raise _too_deep(f"entry {number}")
     if not items:
         raise ExportError("the file is empty")
     head = items[0]

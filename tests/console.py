@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,21 @@ def tablerelay_bin() -> str:
     if found is None:
         raise RuntimeError("the tablerelay console script is not installed next to the test interpreter")
     return found
+
+
+def run_cli(*args: str, data: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command line as an operator in another terminal runs it: no TABLERELAY_* but the given ones, no
+    standard input, ``--data`` last; whatever its exit status."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+    return subprocess.run(
+        [tablerelay_bin(), *args, "--data", str(data)],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def serve_refusal(data: Path, env: dict[str, str], *args: str) -> str:

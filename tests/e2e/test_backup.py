@@ -15,7 +15,7 @@ from typing import Any
 
 import msgpack
 
-from tests.console import tablerelay_bin
+from tests.console import run_cli, tablerelay_bin
 
 from .conftest import Client, Server, assert_sentence
 
@@ -175,20 +175,10 @@ async def test_backup_while_rolling_then_restore_bumps_every_epoch(
 
 def test_a_backup_replaces_only_an_earlier_backup(tmp_path: Path) -> None:
     def backup(dest: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [tablerelay_bin(), "backup", str(dest), "--data", str(data)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return run_cli("backup", str(dest), data=data)
 
     data = tmp_path / "data"
-    made = subprocess.run(
-        [tablerelay_bin(), "room", "create", "--name", "t", "--data", str(data)],
-        capture_output=True,
-        check=False,
-    )
+    made = run_cli("room", "create", "--name", "t", data=data)
     assert made.returncode == 0, made.stderr
     live = data / "tablerelay.sqlite3"
     before = live.read_bytes()

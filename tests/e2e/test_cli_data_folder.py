@@ -11,20 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.console import tablerelay_bin
+from tests.console import run_cli
 
 NO_DATABASE = "There is no database at {db}; check --data (the folder the server uses)."
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [tablerelay_bin(), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def assert_refused(proc: subprocess.CompletedProcess[str], sentence: str) -> None:
@@ -50,14 +39,14 @@ def test_a_command_on_what_a_server_stored_refuses_a_folder_with_no_database(
     tmp_path: Path, command: list[str]
 ) -> None:
     typo = tmp_path / "dta"
-    proc = run(*(part.format(tmp=tmp_path) for part in command), "--data", str(typo))
+    proc = run_cli(*(part.format(tmp=tmp_path) for part in command), data=typo)
     assert_refused(proc, NO_DATABASE.format(db=typo / "tablerelay.sqlite3"))
     assert not typo.exists()
 
 
 def test_key_rotate_refuses_a_folder_that_is_not_a_data_folder(tmp_path: Path) -> None:
     typo = tmp_path / "dta"
-    proc = run("key", "rotate", "--data", str(typo))
+    proc = run_cli("key", "rotate", data=typo)
     assert_refused(
         proc,
         f"{typo} is not a tablerelay data folder (it holds no signing.key and no database): check --data "
@@ -68,13 +57,13 @@ def test_key_rotate_refuses_a_folder_that_is_not_a_data_folder(tmp_path: Path) -
 
 def test_key_rotate_names_the_folder_it_cannot_write_the_key_in(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    created = run("room", "create", "--name", "t", "--data", str(data))
+    created = run_cli("room", "create", "--name", "t", data=data)
     assert created.returncode == 0, created.stderr
-    first = run("key", "rotate", "--data", str(data))
+    first = run_cli("key", "rotate", data=data)
     assert first.returncode == 0, first.stderr
     key = (data / "signing.key").read_bytes()
     (data / "signing.key.tmp").mkdir()  # where the new key is written first, then moved over the old one
-    proc = run("key", "rotate", "--data", str(data))
+    proc = run_cli("key", "rotate", data=data)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith(f"tablerelay: cannot write the new key in {data}: "), proc.stderr
     assert "Traceback" not in proc.stderr
@@ -88,21 +77,21 @@ def test_key_rotate_names_the_folder_it_cannot_write_the_key_in(tmp_path: Path) 
 )
 def test_an_export_that_cannot_be_written_names_the_file(tmp_path: Path, output: str, reason: str) -> None:
     data = tmp_path / "data"
-    created = run("room", "create", "--name", "t", "--json", "--data", str(data))
+    created = run_cli("room", "create", "--name", "t", "--json", data=data)
     assert created.returncode == 0, created.stderr
     room = json.loads(created.stdout)["room"]
     target = output.format(tmp=tmp_path)
-    proc = run("room", "export", room, "-o", target, "--data", str(data))
+    proc = run_cli("room", "export", room, "-o", target, data=data)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip() == f"tablerelay: cannot write {target}: {reason}.", proc.stderr
 
 
 def test_a_resource_cap_the_store_cannot_hold_is_refused(tmp_path: Path) -> None:
-    data = str(tmp_path / "data")
+    data = tmp_path / "data"
     sentence = "--fear-max and --hope-max must be whole numbers from 0 to 2**63 - 1."
-    assert_refused(run("room", "create", "--name", "t", "--fear-max", str(2**63), "--data", data), sentence)
-    assert_refused(run("room", "create", "--name", "t", "--hope-max", "-1", "--data", data), sentence)
-    created = run("room", "create", "--name", "t", "--fear-max", str(2**63 - 1), "--json", "--data", data)
+    assert_refused(run_cli("room", "create", "--name", "t", "--fear-max", str(2**63), data=data), sentence)
+    assert_refused(run_cli("room", "create", "--name", "t", "--hope-max", "-1", data=data), sentence)
+    created = run_cli("room", "create", "--name", "t", "--fear-max", str(2**63 - 1), "--json", data=data)
     assert created.returncode == 0, created.stderr
 
 
@@ -118,13 +107,13 @@ def test_a_data_folder_that_is_a_file_or_cannot_be_made_is_refused(
     afile = tmp_path / "afile"
     afile.write_text("notes\n")
     assert_refused(
-        run(*args, "--data", str(afile)),
+        run_cli(*args, data=afile),
         f"The data folder {str(afile)!r} is a file, not a folder; check --data.",
     )
     if command[0] in ("serve", "restore") or command[:2] == ["room", "create"]:
         inside = afile / "data"  # a folder cannot be made inside a file
         assert_refused(
-            run(*args, "--data", str(inside)),
+            run_cli(*args, data=inside),
             f"The data folder {str(inside)!r} cannot be written: Not a directory.",
         )
     assert afile.read_text() == "notes\n"
@@ -149,6 +138,6 @@ def test_a_database_file_that_is_not_one_is_named_and_left_as_it_is(
     db = data / "tablerelay.sqlite3"
     db.write_bytes(b"these are a GM's notes, not a database\n" * 100)
     before = db.read_bytes()
-    proc = run(*command, "--data", str(data))
+    proc = run_cli(*command, data=data)
     assert_refused(proc, f"The database {db} cannot be used: file is not a database.")
     assert db.read_bytes() == before

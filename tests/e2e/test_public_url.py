@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.console import tablerelay_bin
+from tests.console import run_cli
 
 from .conftest import Server, parse_log_line
-
-
-def run_cli(*args: str, data: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """The command line as an operator in another terminal runs it: no TABLERELAY_* but the given ones."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
-    return subprocess.run(
-        [tablerelay_bin(), *args, "--data", str(data)],
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
 
 
 def links(data: Path, *flags: str) -> dict[str, str]:
