@@ -58,6 +58,12 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened read-only. By a URI built from the path, not pasted into one: a file name holding
+    ``?`` or ``#`` would otherwise be read as the URI's query."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
 def _check(conn: sqlite3.Connection, what: str) -> None:
     try:
         tables = _tables(conn)
@@ -116,7 +122,7 @@ def _check_replaceable(dest: Path, db: Path) -> None:
     if not dest.is_file():
         raise BackupError(f"{dest} exists and is not a file; give the backup another name.")
     try:
-        with contextlib.closing(sqlite3.connect(f"{dest.resolve().as_uri()}?mode=ro", uri=True)) as earlier:
+        with contextlib.closing(_read_only(dest)) as earlier:
             ours = _tables(earlier) >= TABLES
     except sqlite3.DatabaseError:
         ours = False
@@ -172,7 +178,7 @@ def restore(src: Path, data: Path) -> dict[str, Any]:
     db = data / "tablerelay.sqlite3"
     data.mkdir(parents=True, exist_ok=True)
     staging = data / ".tablerelay.sqlite3.restoring"
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    source = _read_only(src)
     try:
         _check(source, f"The backup {src}")
         _check_rooms(source, f"The backup {src}")

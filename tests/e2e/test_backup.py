@@ -195,9 +195,13 @@ def test_a_backup_replaces_only_an_earlier_backup(tmp_path: Path) -> None:
     assert_sentence(refused.stderr.strip().removeprefix("tablerelay: "))
     assert "is not a tablerelay backup, so it is left as it is" in refused.stderr
     assert notes.read_text() == "the GM's notes\n"
-    # An earlier backup under the same name (a nightly job) is replaced.
-    nightly = tmp_path / "nightly.sqlite3"
+    # An earlier backup under the same name (a nightly job) is replaced; a name that would be a URI's query
+    # and fragment (`?`, `#`) is a file name like any other, to back up to and to restore from.
+    nightly = tmp_path / "nightly?run=1#a.sqlite3"
     for _ in range(2):
         done = backup(nightly)
         assert done.returncode == 0, done.stderr
     assert sqlite3.connect(nightly).execute("SELECT COUNT(*) FROM rooms").fetchone() == (1,)
+    restored = run_cli("restore", str(nightly), data=tmp_path / "elsewhere")
+    assert restored.returncode == 0, restored.stderr
+    assert restored.stdout.startswith(f"Restored 1 rooms and 0 events from {nightly};"), restored.stdout
