@@ -1,6 +1,6 @@
 """Build hooks; the project's metadata is in pyproject.toml.
 
-The sdist and the wheel carry the served clients that ``relay/assets.py`` declares, copied by
+The sdist and the wheel carry the served clients that ``relay/shell/http/assets.py`` declares, copied by
 ``scripts/build_assets.py``: the sdist keeps them at their repository paths plus the vendored npm builds
 (so a wheel builds from it without npm), and the wheel puts them under ``relay/_served/``.
 """

@@ -11,7 +11,7 @@ full ``ws`` client, parsing half a million deliveries a second took two thirds o
 machine, beside the server it was meant to measure.
 
 Beside the server figures, ``storage`` measures the event log alone, in this process: the same roll records
-appended through ``relay.log.sqlite.SqliteLog`` by 1, 10 and 100 concurrent writers, no sockets. It is the
+appended through ``relay.storage.sqlite.SqliteLog`` by 1, 10 and 100 concurrent writers, no sockets. It is the
 ceiling the storage layer puts on the server's figure.
 """
 
@@ -39,7 +39,7 @@ from bench.harness import (
 from bench.profile import Sampler
 from bench.servers import Calibration
 from bench.tables import split_cpu
-from relay.log.sqlite import SqliteLog
+from relay.storage.sqlite import SqliteLog
 
 #: Seconds of unmeasured rolling before each of ``paired``'s windows (see there): at the acked rates this
 #: machine reaches, enough to use up a full pool of nonce pairs.
@@ -204,7 +204,7 @@ async def paired(
 
     Each measured window follows ``lead`` seconds of rolling that are not measured, so it meets the relay
     as sustained load does: a signing relay idle during the others' turns fills its pool of nonce pairs
-    (``relay.nonces``, up to two batches). Without the lead-in its window started on pairs made during
+    (``relay.trust.nonces``, up to two batches). Without the lead-in its window started on pairs made during
     another side's window, and made them up during the next side's: both in signing's favour.
     Returns each setup's windows in round order.
     """

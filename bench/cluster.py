@@ -53,8 +53,8 @@ from bench.harness import (
 from bench.latency import percentile
 from bench.machine import loadavg
 from bench.profile import Sampler
-from relay import auth
-from relay.log.nats import STREAM, NatsLog
+from relay.storage.nats import STREAM, NatsLog
+from relay.trust import tokens
 from tests.cluster.natsd import NatsCluster, running_cluster
 
 RESULTS = ROOT / "bench" / "results" / "cluster.json"
@@ -118,9 +118,11 @@ class ClusterRelays:
                 made.append(
                     servers.Room(
                         info.id,
-                        gm=auth.issue(key, info.id, "gm", name="GM"),
-                        player=auth.issue(key, info.id, "player"),
-                        watchers=auth.issue(key, info.id, "spectator", sub="bench-watchers", name="Watchers"),
+                        gm=tokens.issue(key, info.id, "gm", name="GM"),
+                        player=tokens.issue(key, info.id, "player"),
+                        watchers=tokens.issue(
+                            key, info.id, "spectator", sub="bench-watchers", name="Watchers"
+                        ),
                     )
                 )
         finally:

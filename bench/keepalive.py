@@ -1,11 +1,11 @@
-"""Keepalive pings: relay.keepalive's one timer against websockets' task per socket, in one run.
+"""Keepalive pings: relay.shell.keepalive's one timer against websockets' task per socket, in one run.
 
     python -m bench.keepalive [--sockets 3000] [--interval 2] [--seconds 10]
 
 A server process (uvloop) holds idle sockets opened by a client process and pings each every
-``interval`` seconds, with websockets' own keepalive, with relay.keepalive, and with none (the baseline);
-the figures are the server's CPU over ``seconds`` per ping sent (the pong's handling included, which is
-websockets' in both) and its resident memory per socket above the baseline. Not part of the suite.
+``interval`` seconds, with websockets' own keepalive, with relay.shell.keepalive, and with none (the
+baseline); the figures are the server's CPU over ``seconds`` per ping sent (the pong's handling included,
+which is websockets' in both) and its resident memory per socket above the baseline. Not part of the suite.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _serve(mode: str, interval: float) -> None:
     import uvloop
     from websockets.asyncio.server import ServerConnection, serve
 
-    from relay.keepalive import Keepalive
+    from relay.shell.keepalive import Keepalive
 
     async def main() -> None:
         keepalive = Keepalive(interval, interval) if mode == "relay" else None
@@ -126,7 +126,7 @@ def main() -> None:
             f"{(rss - base_rss) / args.sockets:4.2f} KiB per socket above no keepalive"
         )
     ratio = per_ping["relay"] / per_ping["websockets"]
-    print(f"relay.keepalive ÷ websockets' keepalive, CPU per ping: {ratio:.2f}×")
+    print(f"relay.shell.keepalive ÷ websockets' keepalive, CPU per ping: {ratio:.2f}×")
 
 
 if __name__ == "__main__":

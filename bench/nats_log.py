@@ -1,5 +1,5 @@
-"""The cluster's event log alone: this process's CPU per append through ``relay.log.nats.NatsLog``, against
-the same file at another git revision, taking turns in one run.
+"""The cluster's event log alone: this process's CPU per append through ``relay.storage.nats.NatsLog``,
+against the same file at another git revision, taking turns in one run.
 
     python -m bench.nats_log                  # this working tree against HEAD, 4 rounds
     python -m bench.nats_log --against REV --rounds 6
@@ -10,7 +10,7 @@ and is handed the first one's events, as a second relay node is. The CPU of this
 NATS client under them, no sockets, no rules) per append is the figure: it is the part of a cluster node's
 cost per roll that the log's own code decides, which the many-tables run on the cluster cannot show apart
 from its own noise (its rates move by more than a tenth between runs on this shared machine). Only
-``relay/log/nats.py`` is taken from the other revision; everything it imports is this tree's.
+``relay/storage/nats.py`` is taken from the other revision; everything it imports is this tree's.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def record(seq: int) -> dict[str, Any]:
 
 
 def module_at(revision: str | None, folder: Path) -> ModuleType:
-    """``relay/log/nats.py`` of ``revision`` (None: this working tree), loaded under a name of its own."""
+    """``relay/storage/nats.py`` of ``revision`` (None: this working tree), loaded under a name of its own."""
     name = f"nats_log_{revision or 'work'}".replace("-", "_").replace("~", "_").replace("^", "_")
     path = ROOT / "relay" / "log" / "nats.py"
     if revision is not None:

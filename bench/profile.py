@@ -20,7 +20,7 @@ from bench.harness import VENV_BIN
 
 # Where a frame's file lives says which layer it belongs to; first match wins.
 LAYERS = (
-    ("relay/log/nats", "NATS event log (relay/log/nats.py)"),
+    ("relay/log/nats", "NATS event log (relay/storage/nats.py)"),
     ("nats/", "nats-py (NATS client)"),
     ("relay/log/", "SQLite event log (relay/log)"),
     ("sqlite3", "SQLite event log (relay/log)"),
@@ -161,7 +161,7 @@ def summarise(path: Path, top: int = TOP) -> dict[str, Any]:
 
 def _own(frame: str) -> bool:
     """A frame of the relay's or the rules core's code, start-up wrappers (every sample has them) aside."""
-    if "(relay/cli.py" in frame or "(relay/commands.py" in frame:
+    if "(relay/ops/cli.py" in frame or "(relay/ops/commands.py" in frame:
         return False
     return "(relay/" in frame or "(rules/" in frame or "/relay/" in frame or "/rules/" in frame
 

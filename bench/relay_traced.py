@@ -18,7 +18,7 @@ import tracemalloc
 from pathlib import Path
 from types import FrameType
 
-from relay.cli import main
+from relay.ops.cli import main
 
 FRAMES = 1
 _baseline: list[tracemalloc.Snapshot] = []

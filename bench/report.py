@@ -260,9 +260,9 @@ def plot_growth(data: dict[str, Any], path: Path) -> None:
 
 #: The parts of a small table's roll the page names, by the function whose inclusive share measures each.
 TABLES_PARTS = {
-    "the socket writes": "SocketSink.write (relay/server.py)",
-    "the SQLite commit": "SqliteLog._hand_over (relay/log/sqlite.py)",
-    "reading, checking, resolving": "Relay._handle_frame (relay/server.py)",
+    "the socket writes": "SocketSink.write (relay/shell/server.py)",
+    "the SQLite commit": "SqliteLog._hand_over (relay/storage/sqlite.py)",
+    "reading, checking, resolving": "Relay._handle_frame (relay/shell/server.py)",
 }
 TABLES_REST = "the rest: signing, ack, fan-out, framing, loop"
 TABLES_CHILD = "nonces (child process)"
@@ -700,16 +700,16 @@ def retained_history(trace: dict[str, Any] | None) -> float:
 
 def _memory_reading(t: dict[str, Any], traced: dict[str, Any]) -> str:
     held = retained_history(t)
-    visible = sum(f["bytes_per_connection"] for f in t["files"] if f["where"] == "relay/visibility.py")
+    visible = sum(f["bytes_per_connection"] for f in t["files"] if f["where"] == "relay/core/visibility.py")
     lines = []
     if held >= HISTORY_RETAINED:
         lines.append(
             f"**The welcome's history stays in memory for as long as the connection is open.** "
             f"{held / 1024:,.1f} KiB per connection were allocated by decoding log records "
-            f"(`relay/log/sqlite.py`) and {visible / 1024:,.1f} KiB by rendering them "
-            "(`relay/visibility.py`), "
+            f"(`relay/storage/sqlite.py`) and {visible / 1024:,.1f} KiB by rendering them "
+            "(`relay/core/visibility.py`), "
             f"and are still referenced by idle connections, with {traced['history']} events of history per "
-            "room. `Relay._serve_socket` (`relay/server.py`) keeps its `welcome` local in scope after "
+            "room. `Relay._serve_socket` (`relay/shell/server.py`) keeps its `welcome` local in scope after "
             "sending it, through the whole `async for message in ws` loop, and the rendered history frames "
             "share the decoded records' nested dicts; so each idle socket holds its own copy of the history "
             "it was welcomed with, and the cost grows with the history (up to 100 events: several hundred "
@@ -767,7 +767,7 @@ server's CPU time per acknowledged roll, deliveries included.
 
 {table(APPENDS_HEADER, body)}
 
-The storage layer alone (`relay.log.sqlite.SqliteLog` in the bench process, no sockets, the same roll
+The storage layer alone (`relay.storage.sqlite.SqliteLog` in the bench process, no sockets, the same roll
 records, each writer appending one record and waiting for its commit before the next):
 
 {table(["writers", "appends/s", "appends per transaction"], storage)}

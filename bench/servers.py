@@ -25,10 +25,10 @@ import msgpack
 from websockets.asyncio.client import connect
 
 from bench.harness import ROOT, VENV_BIN, ServerProcess, start_server
-from relay import auth
-from relay.config import load
-from relay.log.sqlite import connect as db_connect
-from relay.log.sqlite import create_room_sync
+from relay.settings.config import load
+from relay.storage.sqlite import connect as db_connect
+from relay.storage.sqlite import create_room_sync
+from relay.trust import tokens
 
 KINDS = ("relay", "bare", "socketio")
 LABELS = {"relay": "tablerelay", "bare": "bare websockets", "socketio": "python-socketio"}
@@ -90,9 +90,9 @@ class Server:
                     made.append(
                         Room(
                             info.id,
-                            gm=auth.issue(self.secret, info.id, "gm", name="GM"),
-                            player=auth.issue(self.secret, info.id, "player"),
-                            watchers=auth.issue(
+                            gm=tokens.issue(self.secret, info.id, "gm", name="GM"),
+                            player=tokens.issue(self.secret, info.id, "player"),
+                            watchers=tokens.issue(
                                 self.secret, info.id, "spectator", sub="bench-watchers", name="Watchers"
                             ),
                         )
@@ -164,7 +164,7 @@ async def start(
         if uvloop:
             # Forced onto uvloop whatever the configuration says (``event_loop = auto`` already takes it
             # where installed): for A/B runs of older revisions that predate the setting.
-            start = "import sys, uvloop; uvloop.install(); from relay.cli import main; sys.exit(main())"
+            start = "import sys, uvloop; uvloop.install(); from relay.ops.cli import main; sys.exit(main())"
             argv = [str(VENV_BIN / "python"), "-c", start, *serve]
         elif traced is None:
             argv = [str(VENV_BIN / "tablerelay"), *serve]
@@ -172,7 +172,7 @@ async def start(
             argv = [str(VENV_BIN / "python"), "-m", "bench.relay_traced", *serve]
             env["BENCH_TRACE_OUT"] = str(traced)
         process = await start_server(kind, argv, log, env=env, data=data, cwd=source or ROOT)
-        return Server(kind, process, secret=auth.load_secret(data, None))
+        return Server(kind, process, secret=tokens.load_secret(data, None))
     assert calibration is not None
     python = str(VENV_BIN / "python")
     if kind == "bare":

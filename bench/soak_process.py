@@ -24,7 +24,7 @@ class ServerProcess:
         self.error_lines: list[str] = []  # level error or critical: internal errors, with their traces
         self.errors = 0
         self.warnings = 0
-        self.trims: list[dict[str, Any]] = []  # the server's memory_trimmed lines (relay.upkeep)
+        self.trims: list[dict[str, Any]] = []  # the server's memory_trimmed lines (relay.shell.upkeep)
         self.sites: list[dict[str, Any]] = []  # its memory_sites lines, with TABLERELAY_TRACEMALLOC set
         self._listening: asyncio.Future[int] | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -38,11 +38,12 @@ class ServerProcess:
         # Only loopback: the soak's traffic never leaves this machine.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
         env["TABLERELAY_MAX_PER_IP"] = "100000"  # every client comes from 127.0.0.1
-        for name in ("TABLERELAY_TRACEMALLOC", "TABLERELAY_FULL_GC"):  # relay.memtrace, relay.upkeep
+        # Passed on to the relay: relay.shell.observe.memtrace and relay.shell.upkeep read them.
+        for name in ("TABLERELAY_TRACEMALLOC", "TABLERELAY_FULL_GC"):
             if os.environ.get(name):
                 env[name] = os.environ[name]
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "relay.cli", "serve", "--host", "127.0.0.1", "--port", "0",
+            sys.executable, "-m", "relay.ops.cli", "serve", "--host", "127.0.0.1", "--port", "0",
             "--data", str(self.data), "--log-format", "json", "--log-level", "info",
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE, env=env,

@@ -31,10 +31,11 @@ from urllib.parse import urlsplit
 
 from bench.soak_client import Client, Tally
 from bench.soak_process import ServerProcess, get_json, open_fds, rss_bytes
-from relay import auth, upkeep
-from relay.config import Limits
-from relay.log.sqlite import connect, create_room_sync, decode_record
-from relay.state import ROLL_ID_WINDOW_MS
+from relay.core.state import ROLL_ID_WINDOW_MS
+from relay.settings.config import Limits
+from relay.shell import upkeep
+from relay.storage.sqlite import connect, create_room_sync, decode_record
+from relay.trust import tokens
 
 FLAT = 0.05  # the largest change of RSS or descriptors after warm-up that counts as flat
 STOP_GRACE = 60.0  # seconds past the deadline a client may take to notice it
@@ -64,7 +65,7 @@ def warmup(options: Options, samples: list[Sample], history: int) -> tuple[float
     warm-up ends once every bound is reached. By events: a room's last ``history`` events, their signed
     forms and its hidden rolls' entries are kept, so those stop growing once every room has stored
     ``history`` events (the soak watches the highest seq its clients receive per room). By time: roll
-    ids are kept for ``ROLL_ID_WINDOW_MS``. Then one look of the upkeep (``relay.upkeep.EVERY``) drops
+    ids are kept for ``ROLL_ID_WINDOW_MS``. Then one look of the upkeep (``relay.shell.upkeep.EVERY``) drops
     what fell out of the windows. A run whose rooms never reach ``history`` events (a short one) falls
     back to a quarter of the run.
     """
@@ -103,7 +104,7 @@ def _raise_fd_limit() -> None:
 
 def _make_rooms(data: Path, rooms: int) -> list[tuple[str, str, str, str]]:
     """(room id, GM token, player invite, spectator invite) for ``rooms`` new rooms."""
-    secret = auth.load_secret(data)
+    secret = tokens.load_secret(data)
     conn = connect(data / "tablerelay.sqlite3")
     try:
         made = []
@@ -112,9 +113,9 @@ def _make_rooms(data: Path, rooms: int) -> list[tuple[str, str, str, str]]:
             made.append(
                 (
                     info.id,
-                    auth.issue(secret, info.id, "gm", sub=auth.new_gm_id(), name="GM"),
-                    auth.issue(secret, info.id, "player"),
-                    auth.issue(secret, info.id, "spectator"),
+                    tokens.issue(secret, info.id, "gm", sub=tokens.new_gm_id(), name="GM"),
+                    tokens.issue(secret, info.id, "player"),
+                    tokens.issue(secret, info.id, "spectator"),
                 )
             )
         return made

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Puts the served clients and the vendored npm builds where the relay finds them (``relay/assets.py``).
+"""Puts the served clients and the vendored npm builds where the relay finds them
+(``relay/shell/http/assets.py``).
 
 - ``--develop`` (``scripts/run`` and ``scripts/test`` run it): for a checkout. ``relay/_served/NAME`` becomes
   a link to each declared client folder, and ``relay/_served/vendor/`` gets the vendored builds.
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, or imported by setup.py in an isolated build
     sys.path.insert(0, str(ROOT))
 
-from relay.assets import CLIENTS, SERVED, VENDOR, VENDORED, Vendored  # noqa: E402 (needs ROOT on the path)
+from relay.shell.http.assets import CLIENTS, SERVED, VENDOR, VENDORED, Vendored  # noqa: E402 (needs ROOT on the path)
 
 STAMP = ".vendored.json"
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from relay import loops
+from relay.shell import loops
 from tests.packaging.wheel import Dist, Installed, build, built, install, venv_at
 
 settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
@@ -80,7 +80,7 @@ def installed(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Installed
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Any]:
-    """Every async test runs on the event loop ``tablerelay serve`` runs on (``relay.loops``: uvloop where it
-    is installed, as it is with the package's dependencies)."""
+    """Every async test runs on the event loop ``tablerelay serve`` runs on (``relay.shell.loops``: uvloop
+    where it is installed, as it is with the package's dependencies)."""
     name, factory = loops.factory("auto")
     return {name: factory or asyncio.new_event_loop}

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from relay import signing
-from relay.log.nats import STREAM, NatsLog
+from relay.storage.nats import STREAM, NatsLog
+from relay.trust import signing
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster, running_cluster
 from tests.e2e.conftest import Client, Room, without_sig

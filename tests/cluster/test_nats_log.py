@@ -11,8 +11,8 @@ import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
 
-from relay.log.base import Conflict, RoomInfo, RoomLimitReached
-from relay.log.nats import (
+from relay.storage.base import Conflict, RoomInfo, RoomLimitReached
+from relay.storage.nats import (
     ACK_SWEEP,
     APPEND_DEADLINE,
     PUBLISH_TIMEOUT,
@@ -88,9 +88,9 @@ async def test_each_node_is_given_the_others_events_once_in_order_and_never_its_
         state = await log.state(room.id)
         log.follow(room.id, state.seq, functools.partial(given, name))
     # Appends alternate between the nodes (b stores seqs 1, 4, 7, ...). Each node appends on top of the
-    # events it holds, as the server does (relay/cluster.py waits for the other node's events after a lost
-    # race): an append built on a seq this node was never given is not a server's, and its success would
-    # make the node take the events before it as already given.
+    # events it holds, as the server does (relay/shell/cluster/retries.py waits for the other node's events
+    # after a lost race): an append built on a seq this node was never given is not a server's, and its
+    # success would make the node take the events before it as already given.
     writers = {"a": a, "b": b}
     for turn in range(20):
         name = "a" if turn % 3 else "b"

@@ -1,11 +1,11 @@
 """``EventLog.reveals`` on the NATS store: the interface's default (a read of the room from the roll on),
-which a late reveal and a long resume use for hidden rolls out of a room's memory (relay.old_rolls)."""
+which a late reveal and a long resume use for hidden rolls out of a room's memory (relay.shell.old_rolls)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from relay.log.nats import NatsLog
+from relay.storage.nats import NatsLog
 from tests.cluster.natsd import NatsCluster
 
 

@@ -1,5 +1,6 @@
-"""Members across relay nodes (relay.presence): a killed node's participants are taken off every member
-list within seconds, once each, by the survivors; a node restarted under its name clears up after itself."""
+"""Members across relay nodes (relay.shell.cluster.presence): a killed node's participants are taken off every
+member list within seconds, once each, by the survivors; a node restarted under its name clears up after
+itself."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgpack
 
-from relay.log.nats import STREAM, NatsLog, subject
+from relay.storage.nats import STREAM, NatsLog, subject
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin

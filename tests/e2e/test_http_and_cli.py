@@ -122,7 +122,9 @@ async def test_log_lines_are_json(server: Server, room: Room, clients: Any) -> N
     listening = [parse_log_line(line) for line in server.log_lines]
     started = next(r for r in listening if r and r.get("event") == "listening")
     assert started["url"] == server.url
-    assert started["event_loop"] == "uvloop", "serve runs on uvloop, a dependency, by default (relay.loops)"
+    assert started["event_loop"] == "uvloop", (
+        "serve runs on uvloop, a dependency, by default (relay.shell.loops)"
+    )
     assert re.fullmatch(r"ws://127\.0\.0\.1:\d+/ws", server.url), server.url
 
 

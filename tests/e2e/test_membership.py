@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from relay.signing import verify
+from relay.trust.signing import verify
 from tests.e2e.conftest import Client, Refused, Room, Server, caught_up
 
 pytestmark = pytest.mark.asyncio

@@ -6,7 +6,7 @@ import asyncio
 import secrets
 from typing import Any
 
-from relay import signing
+from relay.trust import signing
 
 from .conftest import VISIBILITIES, Client, Room, Server, assert_full, assert_sealed, without_sig
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from relay import signing
+from relay.trust import signing
 from tests import spec_signing
 from tests.console import serve_refusal, tablerelay_bin
 
@@ -233,7 +233,7 @@ def test_a_roll_keeps_verifying_after_a_restart_and_a_rotation(server_factory: A
 def test_each_signature_has_a_fresh_nonce_unless_told_to_be_deterministic(
     server_factory: Any, tmp_path: Path
 ) -> None:
-    # relay.ed25519: the server's nonces are made ahead of time, so its signatures are not RFC 8032's
+    # relay.trust.ed25519: the server's nonces are made ahead of time, so its signatures are not RFC 8032's
     # deterministic ones, every one has its own R, and all verify; ``signing_nonces = deterministic``
     # gives exactly RFC 8032's signature.
     import asyncio

@@ -78,8 +78,8 @@ DUALITY = {"system": "daggerheart.duality", "modifier": 1}
 async def test_a_hidden_roll_out_of_memory_stays_sealed_in_histories_and_its_reveal_is_authorized_as_before(
     server_factory: Callable[..., Server], clients: Any
 ) -> None:
-    """An old hidden roll's entry leaves the room's memory (relay.old_rolls): a resume from before it still
-    shows it sealed to outsiders, with its resource event naming no cause, and every byte they receive
+    """An old hidden roll's entry leaves the room's memory (relay.shell.old_rolls): a resume from before it
+    still shows it sealed to outsiders, with its resource event naming no cause, and every byte they receive
     up to its reveal is searched for its secrets; the reveal is authorized as for a recent roll."""
     # A recent window of 3 events; the upkeep looks every second (a third of the idle time).
     srv = server_factory(TABLERELAY_HISTORY="3", TABLERELAY_ROOM_IDLE="3", TABLERELAY_LOG_LEVEL="debug")

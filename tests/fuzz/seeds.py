@@ -77,7 +77,8 @@ def room_exports() -> list[bytes]:
     public, each in both encodings, and the same for the room's first three events."""
     import io
 
-    from relay import exports, protocol
+    from relay.core import protocol
+    from relay.storage import exports
     from tests.fuzz.targets import INFO, KEYRING, LIMITS, Table
 
     table = Table(1)

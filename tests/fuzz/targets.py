@@ -1,6 +1,6 @@
 """The fuzz targets: one input in, nothing out; an exception other than the expected refusal is a crash.
 
-- ``frames``: a client frame as the server gets it, through ``relay.protocol.parse`` with the server's
+- ``frames``: a client frame as the server gets it, through ``relay.core.protocol.parse`` with the server's
   default ``Limits``; a frame that parses is then handled by a real ``Room`` as a GM or a player, stored,
   and rendered for every session (sealed and full, with Foundry and Roll20 renderings) and encoded.
   ``FrameError`` is the expected refusal; an error frame from the room must carry a known code other than
@@ -9,7 +9,7 @@
   the input's own checksum (always the highest face, always 1, or seeded random), so a crash replays
   exactly. ``RulesError`` with ``bad_formula`` or ``limit`` is the expected refusal.
 
-- ``imports``: a room export file, through ``relay.exports.read`` and the offline check (what
+- ``imports``: a room export file, through ``relay.storage.exports.read`` and the offline check (what
   ``tablerelay verify`` runs); its events are then signed again with the target's own key (a fuzzer forges
   no signature, and a GM's own export of a strange room is signed), checked as ``tablerelay room import``
   checks them, stored in SQLite, and the room served: loaded from the stored rows as the server loads it,
@@ -35,17 +35,18 @@ import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
-from relay import exports, protocol, records, visibility
-from relay.auth import Claims
-from relay.campaign import ImportRefused, checked_records
-from relay.config import Limits
-from relay.fanout import Forms, Renderer
-from relay.formats import rules_numbers
-from relay.log.base import RoomInfo
-from relay.log.sqlite import connect, import_room_sync, read_sync
-from relay.room import Append, Broadcast, Pending, Refused, Room, Send, Session
-from relay.signing import CanonicalError, Keyring
-from relay.state import RoomState
+from relay.core import protocol, records, visibility
+from relay.core.formats import rules_numbers
+from relay.core.room import Append, Broadcast, Pending, Refused, Room, Send, Session
+from relay.core.state import RoomState
+from relay.ops.campaign import ImportRefused, checked_records
+from relay.settings.config import Limits
+from relay.shell.fanout import Forms, Renderer
+from relay.storage import exports
+from relay.storage.base import RoomInfo
+from relay.storage.sqlite import connect, import_room_sync, read_sync
+from relay.trust.signing import CanonicalError, Keyring
+from relay.trust.tokens import Claims
 from rules.dice import evaluate
 from rules.errors import RulesError
 from rules.render import to_foundry_message, to_roll20
@@ -226,7 +227,7 @@ class Table:
         if record["kind"] == "roll":
             # The server swallows and logs a renderer's exception (a card is optional); here it is a crash.
             # It renders a fresh roll from the rules core's numbers, and one without them (a reveal's blob, an
-            # import) from its record's, read back (relay.formats.rules_numbers): both.
+            # import) from its record's, read back (relay.core.formats.rules_numbers): both.
             gm_ids = self.room.committed.gm_ids()
             for result in (record.get("rules_result", record["result"]), rules_numbers(record["result"])):
                 to_foundry_message(

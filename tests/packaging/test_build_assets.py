@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from relay.assets import Vendored
+from relay.shell.http.assets import Vendored
 from tests.packaging.wheel import ROOT
 
 

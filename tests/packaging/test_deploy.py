@@ -152,7 +152,8 @@ def test_the_cluster_compose_file_runs_two_nodes_on_three_nats_servers_behind_ca
         assert env["TABLERELAY_SIGNING_KEY"].startswith("${TABLERELAY_SIGNING_KEY:?")
         assert set(relay["depends_on"]) == set(nats)
         assert "ports" not in relay
-    # The same settings but each node's own name (relay.presence tells nodes and their runs apart by it).
+    # The same settings but each node's own name (relay.shell.cluster.presence tells nodes and their runs
+    # apart by it).
     names = [relay["environment"].pop("TABLERELAY_NODE") for relay in relays]
     assert names == ["relay1", "relay2"]
     assert relays[0]["environment"] == relays[1]["environment"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from relay import assets
+from relay.shell.http import assets
 from tests.packaging.wheel import ROOT, Dist, Installed
 
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def test_the_wheel_metadata_is_complete(dist: Dist) -> None:
         info = f"tablerelay-{project['version']}.dist-info"
         meta = email.message_from_bytes(wheel.read(f"{info}/METADATA"))
         assert b"Permission is hereby granted" in wheel.read(f"{info}/licenses/LICENSE")
-        assert "tablerelay = relay.cli:main" in wheel.read(f"{info}/entry_points.txt").decode()
+        assert "tablerelay = relay.ops.cli:main" in wheel.read(f"{info}/entry_points.txt").decode()
     assert meta["Name"] == "tablerelay"
     assert meta["Version"] == project["version"]
     assert meta["License-Expression"] == "MIT"
@@ -102,7 +102,7 @@ def test_the_installed_command_names_its_version_and_runs_from_the_venv(
     where = installed.run(
         installed.python,
         "-c",
-        "import relay, relay.assets as a; print(relay.__file__); print(a.client_files('web'))",
+        "import relay, relay.shell.http.assets as a; print(relay.__file__); print(a.client_files('web'))",
         cwd=tmp_path,
     )
     assert where.returncode == 0, where.stderr

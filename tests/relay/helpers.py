@@ -11,14 +11,14 @@ import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
-from relay import protocol
-from relay.auth import Claims
-from relay.config import Limits
-from relay.fanout import Forms, Renderer
-from relay.log.base import RoomInfo
-from relay.room import Append, Broadcast, Pending, Room, Send, Session
-from relay.signing import Keyring
-from relay.state import RoomState, fold
+from relay.core import protocol
+from relay.core.room import Append, Broadcast, Pending, Room, Send, Session
+from relay.core.state import RoomState, fold
+from relay.settings.config import Limits
+from relay.shell.fanout import Forms, Renderer
+from relay.storage.base import RoomInfo
+from relay.trust.signing import Keyring
+from relay.trust.tokens import Claims
 from rules.rng import Scripted
 
 INFO = RoomInfo(id="room1", name="Test", epoch="epoch1", created=0, fear_max=12, hope_max=6)

@@ -1,5 +1,5 @@
-"""The pure parts of relay.admission (origins, client addresses) and relay.upkeep and relay.old_rolls (old
-hidden rolls leave memory and come back from the log)."""
+"""The pure parts of relay.shell.admission (origins, client addresses) and relay.shell.upkeep and
+relay.shell.old_rolls (old hidden rolls leave memory and come back from the log)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from websockets.datastructures import Headers
 
-from relay import old_rolls, upkeep
-from relay.admission import Gate, parse_networks, parse_origins
-from relay.config import Config, ConfigError, Limits
-from relay.fanout import history
-from relay.log.base import EventLog
-from relay.log.sqlite import SqliteLog
+from relay.settings.config import Config, ConfigError, Limits
+from relay.shell import old_rolls, upkeep
+from relay.shell.admission import Gate, parse_networks, parse_origins
+from relay.shell.fanout import history
+from relay.storage.base import EventLog
+from relay.storage.sqlite import SqliteLog
 from tests.relay.helpers import INFO, Table
 
 

@@ -1,4 +1,5 @@
-"""The served-client declaration (relay.assets) and the public address (relay.public), without a server."""
+"""The served-client declaration (relay.shell.http.assets) and the public address (relay.shell.public),
+without a server."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from relay import assets, public
-from relay.config import Config, ConfigError
+from relay.settings.config import Config, ConfigError
+from relay.shell import public
+from relay.shell.http import assets
 
 
 def test_a_checkout_serves_exactly_the_declared_files_of_each_client() -> None:

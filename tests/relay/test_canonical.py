@@ -1,4 +1,4 @@
-"""The compiled canonical encoder (msgspec, relay/signing.py) against two references, byte for byte.
+"""The compiled canonical encoder (msgspec, relay/trust/signing.py) against two references, byte for byte.
 
 ``pure_canonical`` is the encoder the server used before: every map rebuilt in sorted key order in Python,
 then msgpack. ``spec_signing.encode`` is written from spec/signing.md alone. Every value the spec allows
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relay import signing
+from relay.trust import signing
 from tests import spec_signing
 from tests.pure_canonical import pure_canonical
 

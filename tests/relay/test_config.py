@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.config import ConfigError, load
+from relay.settings.config import ConfigError, load
 
 
 def toml(tmp_path: Path, text: str) -> Path:

@@ -1,6 +1,6 @@
-"""Reading room export files (relay.exports.read): an entry nested deeper than any event the server writes is
-refused with a sentence, whichever encoding and however deep, and the deepest roll the rules core can make
-reads back whole."""
+"""Reading room export files (relay.storage.exports.read): an entry nested deeper than any event the server
+writes is refused with a sentence, whichever encoding and however deep, and the deepest roll the rules core
+can make reads back whole."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from relay import exports
+from relay.storage import exports
 from rules import resolve
 
 HEAD = {"t": exports.HEADER, "v": exports.VERSION, "room": {"id": "r1"}, "keys": [], "seq": 1}

@@ -7,11 +7,11 @@ from typing import Any
 
 import msgpack
 
-from relay import protocol
-from relay.fanout import Outbox, broadcast, serve_first
-from relay.room import Session
-from relay.state import Member, RoomState, fold
-from relay.visibility import body_of, seal
+from relay.core import protocol
+from relay.core.room import Session
+from relay.core.state import Member, RoomState, fold
+from relay.core.visibility import body_of, seal
+from relay.shell.fanout import Outbox, broadcast, serve_first
 from tests.relay.helpers import forms
 
 

@@ -1,5 +1,5 @@
-"""relay.keepalive on real sockets: live clients are pinged and stay; a peer that never answers is closed
-with 1011 "keepalive ping timeout", as websockets' own keepalive would."""
+"""relay.shell.keepalive on real sockets: live clients are pinged and stay; a peer that never answers is
+closed with 1011 "keepalive ping timeout", as websockets' own keepalive would."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.protocol import State
 
-from relay.keepalive import Keepalive
+from relay.shell.keepalive import Keepalive
 
 INTERVAL = 0.3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from relay import logs
+from relay.settings import logs
 
 
 def test_a_logger_rebinds_after_each_configure() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from relay.looplag import LoopLag
+from relay.shell.observe.looplag import LoopLag
 
 
 async def test_a_blocking_callback_shows_up_as_lag_and_an_idle_loop_does_not() -> None:

@@ -1,4 +1,5 @@
-"""Which event loop ``tablerelay serve`` runs on (relay.loops): uvloop by default, asyncio as the fallback."""
+"""Which event loop ``tablerelay serve`` runs on (relay.shell.loops): uvloop by default, asyncio as the
+fallback."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import sys
 
 import pytest
 
-from relay import loops
-from relay.config import load
+from relay.settings.config import load
+from relay.shell import loops
 
 
 async def test_the_tests_run_on_the_loop_the_server_runs_on() -> None:

@@ -1,16 +1,16 @@
 """Campaign management in the sans-I/O room: folds, refusals, effects, and that no new event leaks a
-hidden value (relay.membership, relay.state)."""
+hidden value (relay.core.membership, relay.core.state)."""
 
 from __future__ import annotations
 
 import msgpack
 import pytest
 
-from relay import protocol
-from relay.auth import Claims
-from relay.membership import CloseParticipant, Retitle, SendInvites
-from relay.room import Refused
-from relay.state import CAMPAIGN_FIELDS, fold
+from relay.core import protocol
+from relay.core.membership import CloseParticipant, Retitle, SendInvites
+from relay.core.room import Refused
+from relay.core.state import CAMPAIGN_FIELDS, fold
+from relay.trust.tokens import Claims
 from tests.relay.helpers import INFO, KEYRING, Table
 
 
@@ -180,7 +180,7 @@ def test_campaign_events_carry_no_hidden_value_and_sign_like_the_rest() -> None:
             "kid",
             "sig",
         }
-        from relay.signing import verify
+        from relay.trust.signing import verify
 
         assert verify(frame, INFO.id, KEYRING.jwks())
 
@@ -275,7 +275,7 @@ def test_the_surviving_participant_answers_retries_of_the_merged_ones_rolls() ->
 
 
 def test_merged_roll_ids_keep_the_newest_and_the_survivors_own_on_a_clash() -> None:
-    from relay.state import ROLL_IDS_KEPT, RoomState
+    from relay.core.state import ROLL_IDS_KEPT, RoomState
 
     def at(seq: int) -> tuple[int, int]:
         """A roll id's entry as the fold keeps it: the roll's seq and its event's ts (ms)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from relay import memtrace
+from relay.shell.observe import memtrace
 
 
 def test_off_unless_a_whole_number_of_frames_is_given() -> None:

@@ -1,5 +1,5 @@
-"""Signatures with nonces made ahead of time (relay.ed25519, relay.nonces), for real: the child process, the
-pool, and what the signatures are worth to verifiers that know nothing of how they were made."""
+"""Signatures with nonces made ahead of time (relay.trust.ed25519, relay.trust.nonces), for real: the child
+process, the pool, and what the signatures are worth to verifiers that know nothing of how they were made."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from nacl.bindings import crypto_scalarmult_ed25519_base_noclamp
 from nacl.signing import VerifyKey
 
-from relay import ed25519, nonces, protocol, signing
-from relay.fanout import Forms
-from relay.nonces import NoncePool
-from relay.state import fold
-from relay.visibility import FULL, SEALED, body_of, seal
+from relay.core import protocol
+from relay.core.state import fold
+from relay.core.visibility import FULL, SEALED, body_of, seal
+from relay.shell.fanout import Forms
+from relay.trust import ed25519, nonces, signing
+from relay.trust.nonces import NoncePool
 from tests import spec_signing
 from tests.relay.helpers import KEYRING
 
@@ -122,7 +123,7 @@ async def test_a_keyring_signs_with_the_pool_and_falls_back_when_it_is_empty() -
 
 
 def alive(pool: NoncePool) -> bool:
-    # Read afresh after an await: mypy keeps a plain attribute test narrowed (as relay.nonces does).
+    # Read afresh after an await: mypy keeps a plain attribute test narrowed (as relay.trust.nonces does).
     return pool.alive
 
 

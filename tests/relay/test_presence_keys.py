@@ -1,9 +1,10 @@
-"""relay.presence's pure parts: whose keys a bucket holds, and which members a dead run leaves behind."""
+"""relay.shell.cluster.presence's pure parts: whose keys a bucket holds, and which members a dead run leaves
+behind."""
 
 from __future__ import annotations
 
-from relay.presence import node_name, owners, stale
-from relay.state import Member
+from relay.core.state import Member
+from relay.shell.cluster.presence import node_name, owners, stale
 
 
 def test_owners_are_read_from_key_subjects_of_the_right_depth_only() -> None:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relay import protocol
-from relay.config import Limits
+from relay.core import protocol
+from relay.settings.config import Limits
 
 LIMITS = Limits()
 

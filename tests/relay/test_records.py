@@ -1,4 +1,4 @@
-"""What ``tablerelay room import`` takes: every kind of record the server writes passes ``relay.records``
+"""What ``tablerelay room import`` takes: every kind of record the server writes passes ``relay.core.records``
 and the import's checks; a record it could not have written is refused with a sentence naming the event,
 even when the file's own key signed it."""
 
@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from relay import exports, records, visibility
-from relay.campaign import ImportRefused, checked_records
-from relay.signing import Keyring
+from relay.core import records, visibility
+from relay.ops.campaign import ImportRefused, checked_records
+from relay.storage import exports
+from relay.trust.signing import Keyring
 from tests.relay.helpers import INFO, Table
 
 #: Another key than the server's: a file signed by whoever made it, with the key in its own header.

@@ -8,11 +8,11 @@ from typing import Any
 import msgpack
 import pytest
 
-from relay import protocol
-from relay.auth import Claims
-from relay.config import Limits
-from relay.room import Refused
-from relay.visibility import BODY_KEYS
+from relay.core import protocol
+from relay.core.room import Refused
+from relay.core.visibility import BODY_KEYS
+from relay.settings.config import Limits
+from relay.trust.tokens import Claims
 from tests.relay.helpers import INFO, Table, fixed, frame, scripted
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
@@ -129,7 +129,7 @@ def test_the_commitment_checks_out_against_the_reveal(table: Table) -> None:
         assert body == {k: gm_seen[k] for k in BODY_KEYS}, "the blob is the full event the audience saw"
         assert reveal["actor"] == gm.member.wire()
     # After the reveal the history shows the roll in full to everyone.
-    from relay.fanout import history
+    from relay.shell.fanout import history
 
     shown = history(table.stored, spec, table.room.committed, table.forms)[4]
     assert shown["label"] == "Secret door"
@@ -187,7 +187,7 @@ def test_hidden_effects_apply_at_once_but_name_their_cause_only_after_the_reveal
         assert seen["cause"] is None, "the cause would tell a player how a blind roll went"
         assert "participant" not in seen
     table.send(gm, {"t": "reveal", "id": "v", "seq": roll_ev["seq"]})
-    from relay.fanout import history
+    from relay.shell.fanout import history
 
     assert history(table.stored, spec, table.room.committed, table.forms)[-2]["cause"] == roll_ev["seq"]
 
@@ -534,7 +534,7 @@ def test_a_second_hello_is_a_bad_frame(table: Table) -> None:
 
 
 def test_roll_ids_are_remembered_for_a_window_with_a_floor_and_a_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    from relay import state
+    from relay.core import state
 
     monkeypatch.setattr(state, "ROLL_IDS_FLOOR", 3)
     monkeypatch.setattr(state, "ROLL_IDS_KEPT", 5)

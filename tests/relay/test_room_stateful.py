@@ -24,11 +24,11 @@ Invariants, written from spec/protocol.md rather than from the code:
   socket that sent it or, after a merge, from the participant it was merged into; and once no append is in
   flight every request of a connected socket has had exactly one answer;
 - the GM's frames (rename, merge, kick, invites, archive) from every role, with their effects carried out as
-  the server does (``relay.campaign_io``): a participant whose removal is stored is never admitted again, has
-  no open socket, and no stored event after the ``kick`` names them; after a merge nothing names the merged
-  one; once a rotation is stored an invite of an older generation is refused while the current one and every
-  personal token (``sub``) of someone not removed are admitted; and nothing at all is stored after
-  ``archive``. Invites and personal tokens are real tokens (``relay.auth``), verified at each hello.
+  the server does (``relay.shell.campaign_io``): a participant whose removal is stored is never admitted
+  again, has no open socket, and no stored event after the ``kick`` names them; after a merge nothing names
+  the merged one; once a rotation is stored an invite of an older generation is refused while the current one
+  and every personal token (``sub``) of someone not removed are admitted; and nothing at all is stored after
+  ``archive``. Invites and personal tokens are real tokens (``relay.trust.tokens``), verified at each hello.
 
 Its default run takes a few seconds; ``HYPOTHESIS_PROFILE=long`` runs it with the "long" profile of
 tests/conftest.py (thousands of sequences; see docs/hardening.md).
@@ -47,14 +47,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from relay import auth, campaign_io, fanout, protocol, records, signing
-from relay.auth import Claims
-from relay.config import Limits
-from relay.fanout import Outbox
-from relay.log.base import RoomInfo
-from relay.membership import CloseParticipant, Retitle, SendInvites
-from relay.room import Append, Broadcast, Pending, Refused, Room, Send, Session
-from relay.state import RoomState, fold
+from relay.core import protocol, records
+from relay.core.membership import CloseParticipant, Retitle, SendInvites
+from relay.core.room import Append, Broadcast, Pending, Refused, Room, Send, Session
+from relay.core.state import RoomState, fold
+from relay.settings.config import Limits
+from relay.shell import campaign_io, fanout
+from relay.shell.fanout import Outbox
+from relay.storage.base import RoomInfo
+from relay.trust import signing, tokens
+from relay.trust.tokens import Claims
 from rules.rng import Dice
 from tests import spec_signing
 from tests.pure_canonical import pure_canonical
@@ -240,7 +242,7 @@ class RoomMachine(RuleBasedStateMachine):
                 self.carry_out(action)
 
     def carry_out(self, effect: Any) -> None:
-        """What ``relay.campaign_io.carry_out`` does once a management event is stored."""
+        """What ``relay.shell.campaign_io.carry_out`` does once a management event is stored."""
         if isinstance(effect, CloseParticipant):
             for conn in [c for c in self.conns if c.session.id == effect.participant]:
                 self.drop(conn)  # the server closes it; its handler then disconnects it from the room
@@ -293,7 +295,7 @@ class RoomMachine(RuleBasedStateMachine):
         return claims.invites == self.generation
 
     def admit(self, token: str, formats: frozenset[str], resume: protocol.Resume | None) -> None:
-        claims = auth.verify(SECRET, token, room=INFO.id)
+        claims = tokens.verify(SECRET, token, room=INFO.id)
         expected = self.expected_admission(claims)
         try:
             session, join = self.room.admit(claims, None, formats)
@@ -357,7 +359,7 @@ class RoomMachine(RuleBasedStateMachine):
         assert seqs == list(range(pending.expected + 1, pending.expected + 1 + len(seqs))), seqs
         self.stored.extend(pending.records)
         for record in pending.records:
-            records.check(record)  # what the server writes, an import must take (relay.records)
+            records.check(record)  # what the server writes, an import must take (relay.core.records)
             self.remember_hidden(record)
             self.read_campaign(record)
         self.settled(pending, self.room.committed_append(pending), ok=True)
@@ -510,7 +512,7 @@ class RoomMachine(RuleBasedStateMachine):
         floor = self.invite_floor[(conn, frame["id"])]
         assert frame["generation"] >= floor, "an answer never hands out invites replaced when it was asked"
         for role in ("player", "spectator"):
-            claims = auth.verify(SECRET, frame[role], room=INFO.id)
+            claims = tokens.verify(SECRET, frame[role], room=INFO.id)
             assert (claims.role, claims.sub, claims.invites) == (role, None, frame["generation"]), claims
         if "seq" in frame:
             record = self.stored[frame["seq"] - 1]
@@ -533,9 +535,9 @@ class RoomMachine(RuleBasedStateMachine):
     @initialize(players=st.integers(0, 2))
     def table_opens(self, players: int) -> None:
         """Most tables start with their GM (gm-1) and a player or two; everything else is up to the rules."""
-        self.admit(auth.issue(SECRET, INFO.id, "gm", sub=GM_SUBS[0]), frozenset(), None)
+        self.admit(tokens.issue(SECRET, INFO.id, "gm", sub=GM_SUBS[0]), frozenset(), None)
         for _ in range(players):
-            self.admit(auth.issue(SECRET, INFO.id, "player"), frozenset(), None)
+            self.admit(tokens.issue(SECRET, INFO.id, "player"), frozenset(), None)
         self.commit(len(self.queue))
 
     @rule(
@@ -548,9 +550,9 @@ class RoomMachine(RuleBasedStateMachine):
         # GM tokens name their participant; player and spectator invites make a new one per socket. An
         # invite is of the stored generation, of the one before (replaced) or of the next (not yet valid).
         if role == "gm":
-            token = auth.issue(SECRET, INFO.id, "gm", sub=gm)
+            token = tokens.issue(SECRET, INFO.id, "gm", sub=gm)
         else:
-            token = auth.issue(SECRET, INFO.id, role, invites=max(0, self.generation + generation))
+            token = tokens.issue(SECRET, INFO.id, role, invites=max(0, self.generation + generation))
         self.admit(token, formats, None)
 
     @precondition(lambda self: bool(self.room.pending.participants))
@@ -568,7 +570,7 @@ class RoomMachine(RuleBasedStateMachine):
             "old": protocol.Resume(INFO.epoch, max(0, seq - data.draw(st.integers(0, 20)))),
             "other-epoch": protocol.Resume("epoch-0", seq),
         }[resume]
-        self.admit(auth.issue(SECRET, INFO.id, role, sub=pid), frozenset(), where)
+        self.admit(tokens.issue(SECRET, INFO.id, role, sub=pid), frozenset(), where)
 
     @precondition(lambda self: bool(self.conns))
     @rule(data=st.data())

@@ -19,12 +19,13 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from relay import auth, logs
-from relay.config import Config, Limits
-from relay.log.sqlite import connect as db_connect
-from relay.log.sqlite import create_room_sync
-from relay.room import Resolver
-from relay.server import Relay, run
+from relay.core.room import Resolver
+from relay.settings import logs
+from relay.settings.config import Config, Limits
+from relay.shell.server import Relay, run
+from relay.storage.sqlite import connect as db_connect
+from relay.storage.sqlite import create_room_sync
+from relay.trust import tokens
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 
@@ -47,7 +48,7 @@ class Running:
             conn.close()
 
     def token(self, room: str, role: str, sub: str | None = None) -> str:
-        return auth.issue(self.secret, room, role, sub=sub)
+        return tokens.issue(self.secret, room, role, sub=sub)
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ async def serving(tmp_path: Path, resolve: Resolver | None = None) -> AsyncItera
         )
     )
     port, relay = await asyncio.wait_for(ready, 10)
-    running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
+    running = Running(config, f"ws://127.0.0.1:{port}/ws", tokens.load_secret(config.data, config.secret))
     running.relay = relay
     running.logs = log_buffer
     try:
@@ -253,7 +254,7 @@ async def test_http_endpoints(server: Running) -> None:
 
 
 async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path: Path) -> None:
-    from relay.log.sqlite import SqliteLog
+    from relay.storage.sqlite import SqliteLog
 
     logs.configure("json", "info", stream=io.StringIO())
     config = Config(
@@ -269,7 +270,7 @@ async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path
         run(config, stop, on_ready=lambda srv, relay: ready.set_result(srv.sockets[0].getsockname()[1]))
     )
     port = await asyncio.wait_for(ready, 10)
-    running = Running(config, f"ws://127.0.0.1:{port}/ws", auth.load_secret(config.data, config.secret))
+    running = Running(config, f"ws://127.0.0.1:{port}/ws", tokens.load_secret(config.data, config.secret))
     room = running.room()
     ws, _ = await hello(running.url, running.token(room, "gm"))
     for i in range(200):
@@ -300,7 +301,7 @@ async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path
 def test_settle_gc_freezes_start_up_objects_and_spaces_young_collections() -> None:
     # In a child process: freezing is process-wide and would change this test run's collector.
     probe = (
-        "import gc; from relay.server import GC_YOUNG, settle_gc; settle_gc(); "
+        "import gc; from relay.shell.server import GC_YOUNG, settle_gc; settle_gc(); "
         "print(gc.get_freeze_count(), gc.get_threshold()[0] == GC_YOUNG)"
     )
     out = subprocess.run(
@@ -354,7 +355,7 @@ async def test_a_result_with_no_canonical_encoding_is_answered_internal_and_neve
             return {"system": intent["system"], "total": 3, "faces": {1, 2}}
         return {"system": intent["system"], "total": 3, "third": 1 / 3}
 
-    from relay.log.sqlite import SqliteLog
+    from relay.storage.sqlite import SqliteLog
 
     async with serving(tmp_path, resolve) as running:
         room = running.room()
@@ -422,7 +423,7 @@ async def http_get(ws_url: str, path: str, host: str) -> tuple[int, bytes]:
 async def test_the_foundry_zips_kept_are_few_whatever_host_the_requests_name(server: Running) -> None:
     # Each address the module is fetched by gets a zip naming it (about 80 KB); a thousand made-up Host
     # headers kept a thousand of them before.
-    from relay.server import FOUNDRY_ZIPS_KEPT as kept
+    from relay.shell.server import FOUNDRY_ZIPS_KEPT as kept
 
     for i in range(3 * kept):
         status, body = await http_get(server.url, "/foundry/tablerelay.zip", f"h{i}.example")

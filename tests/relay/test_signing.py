@@ -1,4 +1,4 @@
-"""relay.signing without sockets: the canonical encoding against the spec-only encoder, keys on disk and
+"""relay.trust.signing without sockets: the canonical encoding against the spec-only encoder, keys on disk and
 their rotation, and properties over every event the room can produce (no float, stable canonical bytes,
 every form verifies with an independent verifier)."""
 
@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rules
-from relay import signing
-from relay.exports import UNEXPORTED
-from relay.fanout import history
-from relay.formats import renderings, with_numbers
-from relay.protocol import event_values
+from relay.core.formats import renderings, with_numbers
+from relay.core.protocol import event_values
+from relay.shell.fanout import history
+from relay.storage.exports import UNEXPORTED
+from relay.trust import signing
 from tests import spec_signing
 from tests.relay.helpers import KEYRING, Table, fixed, frame
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from relay.log.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
-from relay.log.sqlite import SqliteLog
-from relay.state import fold
+from relay.core.state import fold
+from relay.storage.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
+from relay.storage.sqlite import SqliteLog
 
 
 def ev(seq: int, kind: str = "join", who: str = "p1") -> dict[str, Any]:
@@ -35,7 +35,7 @@ _writer = {"kind": "thread"}
 @pytest.fixture(autouse=True, params=WRITERS)
 def writer(request: pytest.FixtureRequest) -> str:
     """Every test runs with the event loop committing, the writer thread, and the writer process
-    (relay.log.sqlite_writer)."""
+    (relay.storage.sqlite_writer)."""
     _writer["kind"] = request.param
     return str(request.param)
 

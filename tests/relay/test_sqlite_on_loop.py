@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from relay.log.base import Conflict
-from relay.log.sqlite import CHECKPOINT_ROWS, SqliteLog, append_sync, connect
+from relay.storage.base import Conflict
+from relay.storage.sqlite import CHECKPOINT_ROWS, SqliteLog, append_sync, connect
 
 from .test_sqlite_log import ev, reveal
 

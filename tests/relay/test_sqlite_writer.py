@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from relay.log.sqlite import SqliteLog
-from relay.log.sqlite_writer import WriterGone, WriterUnusable
+from relay.storage.sqlite import SqliteLog
+from relay.storage.sqlite_writer import WriterGone, WriterUnusable
 from tests.console import serve_refusal
 from tests.e2e.conftest import server_env
 from tests.relay.test_sqlite_log import ev

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from relay import static
-from relay.ratelimit import TokenBucket
+from relay.shell.http import static
+from relay.shell.ratelimit import TokenBucket
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import hashlib
 import msgpack
 import pytest
 
-from relay import visibility
-from relay.state import RoomState, fold
-from relay.visibility import FULL, SEALED, audience, render
+from relay.core import visibility
+from relay.core.state import RoomState, fold
+from relay.core.visibility import FULL, SEALED, audience, render
 
 ROLLER = "p1"
 VIEWERS = {

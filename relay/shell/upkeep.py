@@ -1,0 +1,215 @@
+"""Upkeep of the loaded rooms, off the hot path: a task that looks at every loaded room every few seconds.
+
+- **Old hidden rolls**: a room keeps an entry (``relay.core.state.Sealed``) only for the hidden rolls of its
+  recent window (``Limits.history`` seqs); older ones are removed and the states' ``floor`` raised past
+  them, and a late reveal or a history reaching them reads them from the log (``relay.shell.old_rolls``). So
+  a room that stays loaded for months holds no more per hidden roll than a fresh one.
+- **Idle rooms**: a room with no socket, no append in flight and nothing waiting to be broadcast for
+  ``Limits.room_idle`` seconds is unloaded; the next hello for it loads it from the log again.
+- **Freed memory back to the system**: once a minute a full garbage collection, then, on glibc,
+  ``malloc_trim(0)`` hands the pages that freed C-level allocations left empty (frames, encoded records,
+  dict tables over 512 bytes all come from ``malloc``) back to the kernel. Both durations are logged
+  (``memory_trimmed``: the collection's pause is ``collect_ms``). ``relay.shell.server.settle_gc`` makes
+  Python's own full collections rare, and without this one the interpreter's allocated blocks grew twice
+  as fast in the soak; its price is a pause of 160 to 294 ms a minute with 1,000 sockets in 200 rooms.
+  ``TABLERELAY_FULL_GC=0`` turns it off (docs/hardening.md has the runs).
+
+Nothing here runs per roll: a roll's path is unchanged, and the upkeep only ever looks at rooms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import gc
+import os
+import sys
+import time
+from collections.abc import Callable, Container
+from typing import TYPE_CHECKING
+
+from relay.core import protocol
+from relay.core.room import Room
+from relay.settings.logs import debug_enabled, get_logger
+from relay.shell import old_rolls
+from relay.shell.observe import memtrace
+
+if TYPE_CHECKING:
+    from relay.shell.server import Connection, Relay, RoomHandle
+
+logger = get_logger("relay.upkeep")
+
+#: Seconds between two looks at the loaded rooms (more often when ``Limits.room_idle`` is short).
+EVERY = 10.0
+#: Seconds between two ``malloc_trim`` calls.
+TRIM_EVERY = 60.0
+
+
+def _malloc_trim() -> Callable[[], int] | None:
+    """glibc's ``malloc_trim(0)``, or None on another C library or system."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: int(trim(0))
+
+
+#: Seconds an entry read back from the log for a late reveal stays in memory at least: past the reveal's
+#: commit, a second reveal's log read and a cluster retry (``relay.shell.cluster.retries``: at most about 50
+#: s).
+RESTORED_KEEP = 60.0
+
+
+def forget(room: Room, unsent: int | None, keep: Container[int] = ()) -> int:
+    """Remove the hidden rolls older than the room's recent window from both states and raise their
+    ``floor`` to the window's start (``relay.shell.old_rolls`` reads them from the log from then on). Returns
+    the number of entries removed.
+
+    The window is the last ``Limits.history`` seqs, and never starts past ``unsent``, the first committed
+    seq not yet broadcast (its rendering needs its entry). Kept: the seqs in ``keep`` (read back for a
+    late reveal not long ago), and an entry whose two states differ (a reveal or merge in flight).
+    """
+    cutoff = room.committed.seq - room.limits.history
+    if unsent is not None:
+        cutoff = min(cutoff, unsent - 1)
+    committed, pending = room.committed, room.pending
+    if cutoff <= committed.floor and cutoff <= pending.floor:
+        return 0
+    old = [seq for seq in committed.sealed if seq <= cutoff and seq not in keep]
+    removed = 0
+    for seq in old:
+        if pending.sealed.get(seq) == committed.sealed[seq]:  # equal field by field
+            del committed.sealed[seq]
+            pending.sealed.pop(seq, None)
+            removed += 1
+    committed.floor = max(committed.floor, cutoff)
+    pending.floor = max(pending.floor, cutoff)
+    return removed
+
+
+def unsent(handle: RoomHandle) -> int | None:
+    """The first committed seq of ``handle``'s room not yet broadcast, or None."""
+    if handle.outgoing:
+        return int(handle.outgoing[0]["seq"])
+    return None
+
+
+def idle(handle: RoomHandle) -> bool:
+    """No socket, nothing being stored, nothing waiting to be broadcast."""
+    return not (
+        handle.subscribers
+        or handle.sessions
+        or handle.room.sockets
+        or handle.room.inflight
+        or handle.outgoing
+    )
+
+
+class Upkeep:
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self._idle_since: dict[str, float] = {}  # room id -> when it was first seen idle (monotonic)
+        # room id -> old hidden roll read back for a late reveal -> when (monotonic; RESTORED_KEEP)
+        self._restored: dict[str, dict[int, float]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        every = min(EVERY, self.relay.limits.room_idle / 3)
+        trim = _malloc_trim()
+        trimmed = time.monotonic()
+        collect = os.environ.get("TABLERELAY_FULL_GC", "1") != "0"  # "0": off (docs/hardening.md)
+        tracing = memtrace.from_env()  # TABLERELAY_TRACEMALLOC: off unless an operator asks
+        traced = time.monotonic()
+        while True:
+            await asyncio.sleep(every)
+            try:
+                now = time.monotonic()
+                self.tick(now)
+                if now - trimmed >= TRIM_EVERY:
+                    trimmed = now
+                    self.free_memory(trim, collect)
+                if tracing is not None and now - traced >= TRIM_EVERY:
+                    traced = now
+                    logger.info("memory_sites", **tracing.report())
+            except Exception:
+                logger.exception("upkeep_failed")
+
+    @staticmethod
+    def free_memory(trim: Callable[[], int] | None, collect: bool) -> int | None:
+        """A full collection (cycles the young collections never reach), then ``malloc_trim``; logged.
+        Returns what the collection found unreachable (None: not collected)."""
+        start, cpu = time.perf_counter(), time.thread_time()
+        collected = gc.collect() if collect else None
+        trimming, cpu = time.perf_counter(), time.thread_time() - cpu
+        if trim is not None:
+            trim()
+        done = time.perf_counter()
+        logger.info(
+            "memory_trimmed",
+            ms=round((done - trimming) * 1000, 2),
+            collect_ms=round((trimming - start) * 1000, 2) if collect else None,
+            collect_cpu_ms=round(cpu * 1000, 2) if collect else None,  # without the waits for a core
+            collected=collected,
+            blocks=sys.getallocatedblocks(),
+            full_collections=gc.get_stats()[2]["collections"],
+        )
+        return collected
+
+    def tick(self, now: float) -> None:
+        relay = self.relay
+        for room_id, handle in list(relay.rooms.items()):
+            restored = self._restored.get(room_id)
+            if restored is not None:
+                for seq, when in list(restored.items()):
+                    if now - when >= RESTORED_KEEP:
+                        del restored[seq]
+                if not restored:
+                    del self._restored[room_id]
+            removed = forget(handle.room, unsent(handle), restored or ())
+            if removed and debug_enabled():
+                logger.debug(
+                    "hidden_rolls_forgotten", room=room_id, removed=removed, floor=handle.room.committed.floor
+                )
+            if not idle(handle):
+                self._idle_since.pop(room_id, None)
+                continue
+            since = self._idle_since.setdefault(room_id, now)
+            if now - since >= relay.limits.room_idle:
+                self.unload(room_id)
+
+    def unload(self, room_id: str) -> None:
+        relay = self.relay
+        handle = relay.rooms.pop(room_id, None)
+        self._idle_since.pop(room_id, None)
+        self._restored.pop(room_id, None)
+        if handle is None:
+            return
+        relay.log.unfollow(room_id)
+        relay.metrics.rooms.set(len(relay.rooms))
+        logger.info("room_unloaded", room=room_id, seq=handle.room.committed.seq)
+
+    def reveal_later(self, handle: RoomHandle, conn: Connection, frame: protocol.Reveal) -> None:
+        """Read the roll back from the log (``relay.shell.old_rolls``), then handle the reveal as if it had
+        just arrived."""
+        self._restored.setdefault(handle.room.id, {})[frame.seq] = time.monotonic()  # kept from now on
+        task = asyncio.get_running_loop().create_task(self._reveal(handle, conn, frame))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reveal(self, handle: RoomHandle, conn: Connection, frame: protocol.Reveal) -> None:
+        relay = self.relay
+        try:
+            await old_rolls.restore(relay.log, handle.room, frame.seq)
+            self._restored.setdefault(handle.room.id, {})[frame.seq] = time.monotonic()
+            if conn.closing or relay.stopping or conn.handle is not handle:
+                return  # the client resends it after it resumes; a reveal is idempotent
+            relay._execute(handle, handle.room.handle(conn.session, frame))
+        except Exception:
+            logger.exception("late_reveal_failed", room=handle.room.id, seq=frame.seq)
+            relay._send(
+                conn, protocol.error_frame("internal", "Something went wrong on the server.", frame.id)
+            )
