@@ -4,9 +4,8 @@ A stable name for library users: ``from relay.signing import verify``. The imple
 layer (``relay.trust.signing``); the server itself imports it from there.
 """
 
+from relay.core.canonical import CanonicalError, canonical
 from relay.trust.signing import (
-    CanonicalError,
-    canonical,
     check,
     public_keys,
     read_key_set,

@@ -13,89 +13,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from relay.core import protocol
-from relay.core.room import Append, Effect, Send, Session
+from relay.core.actions import Action, Append, Effect, Pending, Send, Session
+from relay.core.info import RoomInfo
+from relay.core.protocol import Archive, Invites, Kick, ManageFrame, Merge, Rename
 from relay.core.state import Member, RoomState
 
-if TYPE_CHECKING:
-    from relay.core.room import Action, Room
 
-#: The frame types this module parses and handles.
-FRAME_TYPES = ("rename", "merge", "kick", "invites", "archive")
-MAX_REASON = 200
+class Room(Protocol):
+    """What campaign management needs of a room (``relay.core.room.Room`` is one): its facts, its state with
+    the appends in flight, and the builders of its records and appends."""
 
+    @property
+    def info(self) -> RoomInfo: ...
 
-# -- frames ----------------------------------------------------------------------------------------------
+    @property
+    def pending(self) -> RoomState: ...
 
+    def record(self, seq: int, kind: str, actor: Member, **fields: Any) -> dict[str, Any]: ...
 
-@dataclass(frozen=True)
-class Rename:
-    id: str
-    participant: str
-    name: str
-
-
-@dataclass(frozen=True)
-class Merge:
-    id: str
-    participant: str  # folded away
-    into: str  # stays
-
-
-@dataclass(frozen=True)
-class Kick:
-    id: str
-    participant: str
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class Invites:
-    id: str
-    rotate: bool
-
-
-@dataclass(frozen=True)
-class Archive:
-    id: str
-
-
-ManageFrame = Rename | Merge | Kick | Invites | Archive
-
-
-def _participant(raw: Mapping[str, Any], key: str, rid: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value or len(value) > protocol.MAX_NAME:
-        raise protocol.FrameError("bad_frame", f"The frame's {key!r} must be a participant id string.", rid)
-    return value
-
-
-def parse(kind: str, raw: Mapping[str, Any], rid: str) -> ManageFrame:
-    """One management frame (its ``id`` already checked), or ``FrameError``."""
-    if kind == "rename":
-        name = raw.get("name")
-        if not isinstance(name, str) or not name.strip() or len(name) > protocol.MAX_NAME:
-            raise protocol.FrameError(
-                "bad_frame", f"A rename's 'name' must be 1 to {protocol.MAX_NAME} characters.", rid
-            )
-        return Rename(rid, _participant(raw, "participant", rid), name.strip())
-    if kind == "merge":
-        return Merge(rid, _participant(raw, "participant", rid), _participant(raw, "into", rid))
-    if kind == "kick":
-        reason = raw.get("reason")
-        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
-            raise protocol.FrameError(
-                "bad_frame", f"A kick's 'reason' must be a string of at most {MAX_REASON} characters.", rid
-            )
-        return Kick(rid, _participant(raw, "participant", rid), reason.strip() or None if reason else None)
-    if kind == "invites":
-        rotate = raw.get("rotate", False)
-        if not isinstance(rotate, bool):
-            raise protocol.FrameError("bad_frame", "An invites frame's 'rotate' must be true or false.", rid)
-        return Invites(rid, rotate)
-    return Archive(rid)
+    def append_records(
+        self, records: list[dict[str, Any]], ack: tuple[Session, str] | None = None
+    ) -> Pending: ...
 
 
 # -- what the I/O shell does once an event is stored -------------------------------------------------------

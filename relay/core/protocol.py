@@ -11,13 +11,13 @@ import decimal
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
+from typing import Any, TypeAlias, TypeGuard
 
 import msgpack
 import msgspec
 
+from relay.core.canonical import holds_float
 from relay.settings.config import Limits
-from relay.trust.signing import holds_float
 
 VERSION = 1
 VISIBILITIES = ("public", "gm", "blind", "self")
@@ -38,7 +38,7 @@ ERROR_CODES = (
     "removed",
 )
 MAX_NAME = 100
-#: The GM's campaign-management frames (relay.core.membership parses them).
+#: The GM's campaign-management frames (parsed here; relay.core.membership handles them).
 MANAGE_TYPES = ("rename", "merge", "kick", "invites", "archive")
 MAX_DEPTH = 16  # nesting allowed inside an intent; deeper structures are not a roll anyone means
 
@@ -105,8 +105,77 @@ class Ping:
     id: str
 
 
-if TYPE_CHECKING:
-    from relay.core.membership import ManageFrame
+# -- the GM's campaign-management frames (relay.core.membership handles them) --------------------------
+
+#: The longest reason a GM may give for removing a participant.
+MAX_REASON = 200
+
+
+@dataclass(frozen=True)
+class Rename:
+    id: str
+    participant: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Merge:
+    id: str
+    participant: str  # folded away
+    into: str  # stays
+
+
+@dataclass(frozen=True)
+class Kick:
+    id: str
+    participant: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Invites:
+    id: str
+    rotate: bool
+
+
+@dataclass(frozen=True)
+class Archive:
+    id: str
+
+
+ManageFrame = Rename | Merge | Kick | Invites | Archive
+
+
+def _participant(raw: Mapping[str, Any], key: str, rid: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value or len(value) > MAX_NAME:
+        raise FrameError("bad_frame", f"The frame's {key!r} must be a participant id string.", rid)
+    return value
+
+
+def _parse_manage(kind: str, raw: Mapping[str, Any], rid: str) -> ManageFrame:
+    """One management frame (its ``id`` already checked), or ``FrameError``."""
+    if kind == "rename":
+        name = raw.get("name")
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
+            raise FrameError("bad_frame", f"A rename's 'name' must be 1 to {MAX_NAME} characters.", rid)
+        return Rename(rid, _participant(raw, "participant", rid), name.strip())
+    if kind == "merge":
+        return Merge(rid, _participant(raw, "participant", rid), _participant(raw, "into", rid))
+    if kind == "kick":
+        reason = raw.get("reason")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
+            raise FrameError(
+                "bad_frame", f"A kick's 'reason' must be a string of at most {MAX_REASON} characters.", rid
+            )
+        return Kick(rid, _participant(raw, "participant", rid), reason.strip() or None if reason else None)
+    if kind == "invites":
+        rotate = raw.get("rotate", False)
+        if not isinstance(rotate, bool):
+            raise FrameError("bad_frame", "An invites frame's 'rotate' must be true or false.", rid)
+        return Invites(rid, rotate)
+    return Archive(rid)
+
 
 Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | ManageFrame"
 
@@ -162,7 +231,7 @@ def framed(payload: bytes) -> bytes:
 
 def event_values(value: Any) -> Any:
     """``value`` as an event may hold it (spec/signing.md): every float written as a decimal string, and
-    anything canonical MessagePack cannot hold refused (``signing.CanonicalError``): a map key that is not
+    anything canonical MessagePack cannot hold refused (``canonical.CanonicalError``): a map key that is not
     a string, a set, a date, any type but the ones it writes as themselves.
 
     The rules core keeps a fraction that ``/`` makes in a dice formula as a float (both VTTs keep it as
@@ -368,7 +437,5 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
     if kind == "resource":
         return _parse_resource(raw, rid)
     if kind in MANAGE_TYPES:
-        from relay.core import membership  # here: relay.core.membership builds on this module
-
-        return membership.parse(kind, raw, rid)
+        return _parse_manage(kind, raw, rid)
     return Ping(rid)

@@ -15,12 +15,12 @@ from typing import Any
 
 import msgpack
 
+from relay.core.claims import ROLES
 from relay.core.formats import RenderError, renderings
+from relay.core.info import RoomInfo
 from relay.core.protocol import FORMATS, VISIBILITIES
 from relay.core.state import FoldError, RoomState
 from relay.core.visibility import BODY_KEYS, NONCE_BYTES, verify
-from relay.storage.base import RoomInfo
-from relay.trust.tokens import ROLES
 
 #: An imported roll must render in every format a client may ask for.
 EVERY_FORMAT = frozenset(FORMATS)

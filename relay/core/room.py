@@ -23,85 +23,18 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import rules
-from relay.core import protocol, visibility
+from relay.core import membership, protocol, visibility
+from relay.core.actions import Action, Append, Broadcast, Pending, Refused, Send, Session
+from relay.core.claims import Claims
+from relay.core.info import RoomInfo
 from relay.core.state import Member, RoomState
 from relay.settings.config import Limits
-from relay.storage.base import RoomInfo
-from relay.trust.tokens import Claims
 from rules.errors import RulesError
 
 Resolver = Callable[[Mapping[str, Any]], dict[str, Any]]
-
-
-class Refused(Exception):
-    """A hello the room will not take; ``code`` is the close code, the message its reason."""
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
-class Session:
-    """One socket's view of the room: who it is and which renderings it asked for.
-
-    ``id`` and ``role`` are copied out of ``member`` because fan-out reads them once per event per socket.
-    """
-
-    __slots__ = ("formats", "id", "member", "role")
-
-    def __init__(self, member: Member, formats: frozenset[str] = frozenset()) -> None:
-        self.member = member
-        self.formats = formats
-        self.id = member.id
-        self.role = member.role
-
-
-@dataclass(eq=False)
-class Pending:
-    """Records handed to the log together, and who waits for them."""
-
-    records: list[dict[str, Any]]
-    expected: int  # the seq the first record follows
-    generation: int
-    ack_seq: int | None = None  # the seq acks carry
-    acks: list[tuple[Session, str]] = field(default_factory=list)
-    started: float = field(default_factory=time.perf_counter)
-    done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
-    effects: tuple[Effect, ...] = ()  # for the I/O shell once stored (relay.core.membership)
-
-    @property
-    def last(self) -> int:
-        return self.expected + len(self.records)
-
-
-@dataclass(frozen=True)
-class Send:
-    session: Session
-    frame: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Append:
-    pending: Pending
-
-
-@dataclass(frozen=True)
-class Broadcast:
-    record: dict[str, Any]
-
-
-class Effect:
-    """Something else the I/O shell carries out (closing sockets, sending tokens): relay.core.membership."""
-
-    __slots__ = ()
-
-
-Action = Send | Append | Broadcast | Effect
 
 
 def now_ms() -> int:
@@ -204,9 +137,7 @@ class Room:
             raise Refused(protocol.CLOSE_FULL, "The room is full; try again later.")
         state = self.pending
         if claims.invites or state.invites or state.revoked or state.aliases:
-            from relay.core.membership import refusal  # only rooms whose GM managed them pay for it
-
-            refused = refusal(state, claims.sub, claims.invites)
+            refused = membership.refusal(state, claims.sub, claims.invites)
             if refused is not None:
                 raise Refused(protocol.CLOSE_REVOKED, refused)
             if claims.sub is not None and claims.sub in state.aliases:
@@ -263,8 +194,6 @@ class Room:
         if isinstance(frame, protocol.Ping):
             return [Send(session, {"t": "pong", "id": frame.id})]
         if self.pending.managed:  # someone was removed or merged, or the room archived: rare
-            from relay.core import membership
-
             barred = membership.barred(self.pending, session, frame)
             if barred is not None:
                 return barred
@@ -275,8 +204,6 @@ class Room:
         if isinstance(frame, protocol.Resource):
             return self._resource(session, frame)
         if not isinstance(frame, protocol.Hello):
-            from relay.core import membership
-
             return membership.handle(self, session, frame)
         return _error(session, "bad_frame", "This socket has already said hello.", None)
 
@@ -468,13 +395,10 @@ class Room:
         else:
             for record in records:
                 self.pending.apply(record)
-        from relay.core.membership import (
-            effects_of,  # what this node does with its own sockets, as the other did
-        )
-
         actions: list[Action] = [Broadcast(record) for record in records]
         for record in records:
-            actions.extend(effects_of(record))
+            # What this node does with its own sockets, as the node that stored it did.
+            actions.extend(membership.effects_of(record))
         return actions
 
     def settle_presence(self, members: Sequence[Member]) -> Pending | None:
@@ -516,9 +440,7 @@ class Room:
         state = self.committed
         view: dict[str, Any] = {"archived": True} if state.archived else {}
         if session.role == "gm":
-            from relay.core.membership import roster
-
-            view["participants"] = roster(state)
+            view["participants"] = membership.roster(state)
         return view
 
     def remember(self, records: Sequence[Mapping[str, Any]]) -> None:

@@ -83,7 +83,7 @@ def render(record: Mapping[str, Any], form: str, state: RoomState) -> dict[str, 
 
     Stored-only fields (the roll id, the nonce, the blob of an unrevealed roll) never appear here, and a
     sealed form never carries label, intent or result. The output depends on ``state`` only through its
-    reveals (``revealed``, and a resource's ``cause``): ``relay.shell.fanout.Forms`` relies on it.
+    reveals (``revealed``, and a resource's ``cause``): ``relay.trust.forms.Forms`` relies on it.
     """
     return _fill({"t": "event"}, record, form, state)
 

@@ -28,11 +28,12 @@ from typing import Any
 
 from relay.core import records
 from relay.core.formats import with_numbers
+from relay.core.info import RoomInfo
 from relay.core.state import RoomState
 from relay.settings.config import ConfigError
 from relay.shell import public
 from relay.storage import exports
-from relay.storage.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
+from relay.storage.base import Conflict, RoomExists, RoomLimitReached
 from relay.storage.sqlite import (
     append_sync,
     connect,

@@ -18,9 +18,10 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from relay.core.info import RoomInfo
 from relay.ops.campaign import _date, _fail, archive_record, confirm_delete, imported
 from relay.storage import stores
-from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomInfo, RoomLimitReached
+from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomLimitReached
 
 
 def _run(config: Any, work: Callable[[EventLog], Any]) -> Any:

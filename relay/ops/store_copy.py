@@ -15,9 +15,10 @@ import contextlib
 import dataclasses
 import sys
 
+from relay.core.info import RoomInfo
 from relay.settings.config import ConfigError, load
 from relay.storage import stores
-from relay.storage.base import EventLog, RoomInfo
+from relay.storage.base import EventLog
 from relay.storage.sqlite import SqliteLog, connect
 
 CHUNK = 100  # records per append (one NATS message each)

@@ -10,8 +10,8 @@ import asyncio
 import io
 from typing import TYPE_CHECKING, Any
 
+from relay.core.actions import Effect
 from relay.core.membership import CloseParticipant, Retitle, SendInvites
-from relay.core.room import Effect
 from relay.settings.logs import get_logger
 from relay.shell import public
 from relay.trust import tokens

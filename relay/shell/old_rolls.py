@@ -22,7 +22,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from relay.core.room import Room, Session
+from relay.core.actions import Session
+from relay.core.room import Room
 from relay.core.state import RoomState, Sealed
 from relay.storage.base import EventLog
 

@@ -30,7 +30,8 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from relay.core import protocol, retention
-from relay.core.room import Action, Append, Broadcast, Pending, Refused, Resolver, Room, Send, Session
+from relay.core.actions import Action, Append, Broadcast, Pending, Refused, Send, Session
+from relay.core.room import Resolver, Room
 from relay.core.state import RoomState
 from relay.settings.config import Config
 from relay.settings.logs import REQUEST, debug_enabled, get_logger
@@ -47,6 +48,7 @@ from relay.storage import stores
 from relay.storage.base import Conflict, EventLog
 from relay.storage.sqlite import SqliteLog
 from relay.trust import tokens
+from relay.trust.forms import Forms
 from relay.trust.nonces import NoncePool
 from relay.trust.signing import Keyring, load_keyring
 
@@ -114,7 +116,7 @@ class Connection:
 @dataclass(eq=False)
 class RoomHandle:
     room: Room
-    forms: fanout.Forms
+    forms: Forms
     # In order of arrival, but a roller is moved to be served first when its roll is stored
     # (relay.shell.fanout.serve_first), so it has its ack and event before the rest of the room.
     subscribers: dict[Connection, Session] = field(default_factory=dict)
@@ -212,7 +214,7 @@ class Relay:
         # Signed forms are kept for the events a fresh welcome shows (the last ``history`` seqs), so a
         # loaded room's memory stops growing (docs/hardening.md, the soak); a resume from further back
         # signs the older forms for its welcome.
-        handle = RoomHandle(room, fanout.Forms(room_id, self.keyring, self.limits.history))
+        handle = RoomHandle(room, Forms(room_id, self.keyring, self.limits.history))
         self.rooms[room_id] = handle
         self.metrics.rooms.set(len(self.rooms))
         logger.info("room_loaded", room=room_id, seq=state.seq)

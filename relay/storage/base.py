@@ -1,9 +1,9 @@
 """The event log interface every storage backend implements.
 
-A room's events are records (plain dicts, see ``relay.events``) with dense seqs 1, 2, 3 …; ``append``
-stores a group of them atomically after checking that the room's last stored seq is ``expected_seq``
-(optimistic concurrency: two writers can never both extend the same seq). A future returned by
-``append`` completes only once the records are committed, and futures complete in the order their
+A room's events are records (plain dicts, shaped as ``relay.core.records`` describes) with dense seqs (1, 2,
+3, …); ``append`` stores a group of them atomically after checking that the room's last stored seq is
+``expected_seq`` (optimistic concurrency: two writers can never both extend the same seq). A future returned
+by ``append`` completes only once the records are committed, and futures complete in the order their
 appends were made.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+# Part of this interface (what ``get_room`` answers), defined with the room it describes.
+from relay.core.info import RoomInfo as RoomInfo
 from relay.core.state import RoomState
 
 Record = dict[str, Any]
@@ -39,27 +40,6 @@ class RoomExists(Exception):
 
 class RoomLimitReached(Exception):
     """Creating another room would pass ``limits.max_rooms``."""
-
-
-@dataclass(frozen=True)
-class RoomInfo:
-    id: str
-    name: str
-    epoch: str  # a random id made when the room is created; a new epoch means the log was lost
-    created: int  # ms since the Unix epoch
-    fear_max: int
-    hope_max: int
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "room": self.id,
-            "name": self.name,
-            "epoch": self.epoch,
-            "created": self.created,
-            "fear_max": self.fear_max,
-            "hope_max": self.hope_max,
-        }
 
 
 class EventLog(abc.ABC):

@@ -23,10 +23,10 @@ from typing import IO, Any
 
 import msgpack
 
+from relay.core.info import RoomInfo
 from relay.core.state import RoomState
 from relay.core.visibility import audience
-from relay.shell.fanout import Forms
-from relay.storage.base import RoomInfo
+from relay.trust.forms import Forms
 from relay.trust.signing import Keyring, SigningKeyError, check, public_keys
 
 FORMATS = ("jsonl", "msgpack")

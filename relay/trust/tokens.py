@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jwt
 
-ROLES = ("gm", "player", "spectator")
+from relay.core.claims import ROLES, Claims
+
 ALGORITHM = "HS256"
 SECRET_FILE = "secret.key"  # noqa: S105  (a file name, not a secret)
 DEFAULT_TTL = 30 * 24 * 3600  # invites and sessions last a month unless asked otherwise
@@ -27,18 +27,6 @@ class TokenError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class Claims:
-    room: str
-    role: str
-    sub: str | None
-    name: str | None
-    exp: int | None
-    # The invite generation an invite (a token without ``sub``) belongs to: the claim ``inv``, 0 when
-    # absent. Rotating a room's invites (relay.core.membership) makes every other generation's invites void.
-    invites: int = 0
 
 
 def load_secret(data: Path, configured: str | None = None) -> bytes:

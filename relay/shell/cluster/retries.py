@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from relay.core.room import Append, Pending, Send, Session
+from relay.core.actions import Append, Pending, Send, Session
 from relay.core.state import Member
 from relay.settings.logs import get_logger
 from relay.storage.base import Conflict

@@ -1,0 +1,83 @@
+"""What the room answers with, for the I/O shell to carry out, and the session it answers.
+
+``Room`` (``relay.core.room``) and campaign management (``relay.core.membership``) both return lists of
+``Action``: ``Send`` a frame to one session, ``Append`` records to the log (a ``Pending``), ``Broadcast`` a
+committed record, or an ``Effect`` (closing sockets, sending tokens) that ``relay.shell.campaign_io`` carries
+out. They live here, under both, so neither imports the other for them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from relay.core.state import Member
+
+
+class Refused(Exception):
+    """A hello the room will not take; ``code`` is the close code, the message its reason."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class Session:
+    """One socket's view of the room: who it is and which renderings it asked for.
+
+    ``id`` and ``role`` are copied out of ``member`` because fan-out reads them once per event per socket.
+    """
+
+    __slots__ = ("formats", "id", "member", "role")
+
+    def __init__(self, member: Member, formats: frozenset[str] = frozenset()) -> None:
+        self.member = member
+        self.formats = formats
+        self.id = member.id
+        self.role = member.role
+
+
+@dataclass(eq=False)
+class Pending:
+    """Records handed to the log together, and who waits for them."""
+
+    records: list[dict[str, Any]]
+    expected: int  # the seq the first record follows
+    generation: int
+    ack_seq: int | None = None  # the seq acks carry
+    acks: list[tuple[Session, str]] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
+    effects: tuple[Effect, ...] = ()  # for the I/O shell once stored (relay.core.membership)
+
+    @property
+    def last(self) -> int:
+        return self.expected + len(self.records)
+
+
+@dataclass(frozen=True)
+class Send:
+    session: Session
+    frame: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Append:
+    pending: Pending
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    record: dict[str, Any]
+
+
+class Effect:
+    """Something else the I/O shell carries out (closing sockets, sending tokens): relay.core.membership."""
+
+    __slots__ = ()
+
+
+Action = Send | Append | Broadcast | Effect
