@@ -1,11 +1,12 @@
 """The shape of a stored record: what ``tablerelay room import`` holds each record of a file to.
 
 The server trusts its own log. The fold, fan-out, the renderers and every welcome read a record's fields as
-the room wrote them (``relay.core.room``, ``relay.core.membership``, ``relay.ops.campaign.archive_record``).
-An imported room's records come from a file whose signatures prove only that its header's key signed them, so
-before any of them is stored each is checked against what the server itself writes: the fields of its kind,
-with their types, and for a hidden roll a seal that opens to the roll itself. A record the server could not
-have written is refused with a sentence, instead of breaking the room the first time someone joins it.
+the room wrote them (``relay.core.room``, ``relay.core.membership``,
+``relay.ops.campaign_parts.archive_record``). An imported room's records come from a file whose signatures
+prove only that its header's key signed them, so before any of them is stored each is checked against what the
+server itself writes: the fields of its kind, with their types, and for a hidden roll a seal that opens to the
+roll itself. A record the server could not have written is refused with a sentence, instead of breaking the
+room the first time someone joins it.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from relay.core import records
+from relay.ops.console import command_config, fail
 from relay.settings.config import ConfigError
 from relay.shell import public
 from relay.storage import stores
@@ -216,16 +217,14 @@ def restore(src: Path, data: Path) -> dict[str, Any]:
 
 
 def backup_command(args: argparse.Namespace) -> int:
-    from relay.ops.commands import _config, _fail
-
     try:
-        config = _config(args)
+        config = command_config(args)
         stores.sqlite_only(config, "backup and restore")
         summary = backup(config.db_path, Path(args.dest))
     except (ConfigError, BackupError) as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc), 1)
     except sqlite3.Error as exc:
-        return _fail(f"The backup failed: {exc}.", 1)
+        return fail(f"The backup failed: {exc}.", 1)
     _print(
         summary,
         args.json,
@@ -235,16 +234,14 @@ def backup_command(args: argparse.Namespace) -> int:
 
 
 def restore_command(args: argparse.Namespace) -> int:
-    from relay.ops.commands import _config, _fail
-
     try:
-        config = _config(args, writes=True)
+        config = command_config(args, writes=True)
         stores.sqlite_only(config, "backup and restore")
         summary = restore(Path(args.src).expanduser(), config.data)
     except (ConfigError, BackupError) as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc), 1)
     except sqlite3.Error as exc:
-        return _fail(f"The restore failed: {exc}.", 1)
+        return fail(f"The restore failed: {exc}.", 1)
     kept = f" The database it replaced is kept as {summary['kept']}." if summary["kept"] else ""
     _print(
         summary,

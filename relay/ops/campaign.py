@@ -22,14 +22,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from relay.core import records
 from relay.core.formats import with_numbers
 from relay.core.info import RoomInfo
-from relay.core.state import RoomState
+from relay.ops import nats_campaign
+from relay.ops.campaign_parts import OPERATOR, archive_record, confirm_delete, imported
+from relay.ops.console import command_config, fail, shown_date
 from relay.settings.config import ConfigError
 from relay.shell import public
 from relay.storage import exports
@@ -43,20 +44,6 @@ from relay.storage.sqlite import (
     state_sync,
 )
 from relay.trust import signing, tokens
-
-#: The participant the command line acts as when it changes a room.
-OPERATOR = {"id": "operator", "name": "Operator (command line)", "role": "gm"}
-
-
-def _fail(message: str, code: int = 2) -> int:
-    print(f"tablerelay: {message}", file=sys.stderr)
-    return code
-
-
-def _config(args: argparse.Namespace, *, stored: bool = False, writes: bool = False) -> Any:
-    from relay.ops.commands import _config as load_config
-
-    return load_config(args, stored=stored, writes=writes)
 
 
 def _cluster(config: Any) -> bool:
@@ -98,89 +85,60 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
 
 def room_import_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args, writes=True)  # an import may start a new database
+        config = command_config(args, writes=True)  # an import may start a new database
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     try:
         with open(args.file, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        return _fail(f"cannot read {args.file}: {exc.strerror}.")
+        return fail(f"cannot read {args.file}: {exc.strerror}.")
     keys = None
     if args.keys:
         try:
             keys = signing.read_key_set(args.keys)
         except signing.SigningKeyError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
     try:
         info, records = checked_records(exports.read(data), keys)
     except exports.ExportError as exc:
-        return _fail(f"{args.file} is not a room export: {exc}.", 1)
+        return fail(f"{args.file} is not a room export: {exc}.", 1)
     except ImportRefused as exc:
-        return _fail(f"{args.file} was not imported: {exc}.", 1)
+        return fail(f"{args.file} was not imported: {exc}.", 1)
     if _cluster(config):
-        from relay.ops import nats_campaign
-
         return nats_campaign.import_room(config, args.file, info, records, args.keys)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         try:
             import_room_sync(conn, info, records, max_rooms=config.limits.max_rooms)
         except RoomExists:
             existing = get_room_sync(conn, info.id)
-            when = _date(existing.created) if existing is not None else "?"
-            return _fail(
+            when = shown_date(existing.created) if existing is not None else "?"
+            return fail(
                 f"room {info.id} already exists here ({existing.name if existing else '?'!r}, created "
                 f"{when}); nothing was imported. Delete it first (tablerelay room delete {info.id}) if the "
                 "file should replace it.",
                 1,
             )
         except RoomLimitReached as exc:
-            return _fail(str(exc), 1)
+            return fail(str(exc), 1)
     print(imported(info, len(records), args.keys))
     return 0
-
-
-def imported(info: RoomInfo, count: int, keys_file: str | None) -> str:
-    """What a successful import says, naming the keys that vouched for the file."""
-    if keys_file:
-        source = f"the key set in {keys_file}"
-    else:
-        # A file's own keys prove only that the file is whole; whose they are is what --keys answers.
-        source = (
-            "the file's own keys (to know the file came from a given server, import with "
-            "--keys and that server's /.well-known/tablerelay-keys.json)"
-        )
-    head = f"Imported room {info.name!r} ({info.id}) with {count} events"
-    return f"{head}; every signature verified with {source}."
 
 
 # -- archive -----------------------------------------------------------------------------------------------
 
 
-def archive_record(state: RoomState, info: RoomInfo, now: int) -> dict[str, Any]:
-    return {
-        "seq": state.seq + 1,
-        "epoch": info.epoch,
-        "ts": now,
-        "kind": "archive",
-        "actor": dict(OPERATOR),
-        "visibility": "public",
-    }
-
-
 def room_archive_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args, stored=True)
+        config = command_config(args, stored=True)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if _cluster(config):
-        from relay.ops import nats_campaign
-
         return nats_campaign.archive_room(config, args.room)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         info = get_room_sync(conn, args.room)
         if info is None:
-            return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+            return fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
         running = public.running_base(config.data)
         if running is not None:
             secret = tokens.load_secret(config.data, config.secret)
@@ -193,7 +151,7 @@ def room_archive_command(args: argparse.Namespace) -> int:
         try:
             append_sync(conn, info.id, [archive_record(state, info, now)], state.seq)
         except Conflict:
-            return _fail("the room changed while it was being archived; run the command again.", 1)
+            return fail("the room changed while it was being archived; run the command again.", 1)
     print(f"Room {info.name!r} ({info.id}) is archived: read-only, its history still viewable.")
     return 0
 
@@ -224,9 +182,9 @@ def _archive_through(base: str, info: RoomInfo, secret: bytes) -> int:
                 elif frame.get("id") == "cli-archive" and frame.get("t") == "ack":
                     break
                 elif frame.get("t") == "error" and frame.get("id") == "cli-archive":
-                    return _fail(f"the server refused: {frame.get('message')}", 1)
+                    return fail(f"the server refused: {frame.get('message')}", 1)
     except (OSError, TimeoutError, WebSocketException) as exc:
-        return _fail(f"the server at {base} serves this data folder but could not be asked: {exc}", 1)
+        return fail(f"the server at {base} serves this data folder but could not be asked: {exc}", 1)
     print(f"Room {info.name!r} ({info.id}) is archived (by the server at {base}): read-only from now on.")
     return 0
 
@@ -236,20 +194,18 @@ def _archive_through(base: str, info: RoomInfo, secret: bytes) -> int:
 
 def room_delete_command(args: argparse.Namespace, ask: Callable[[str], str] = input) -> int:
     try:
-        config = _config(args, stored=True)
+        config = command_config(args, stored=True)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if _cluster(config):
-        from relay.ops import nats_campaign
-
         return nats_campaign.delete_room(config, args.room, args.yes, ask)
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         info = get_room_sync(conn, args.room)
         if info is None:
-            return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+            return fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
         running = public.running_base(config.data)
         if running is not None:
-            return _fail(
+            return fail(
                 f"a server ({running}) is serving this data folder and holds the room; stop it first, or "
                 "archive the room instead (tablerelay room archive), which works while it runs.",
                 1,
@@ -261,32 +217,3 @@ def room_delete_command(args: argparse.Namespace, ask: Callable[[str], str] = in
         delete_room_sync(conn, info.id)
     print(f"Deleted room {info.name!r} ({info.id}) and its {seq} events.")
     return 0
-
-
-def confirm_delete(
-    info: RoomInfo, seq: int, yes: bool, ask: Callable[[str], str], note: str = ""
-) -> int | None:
-    """None when the delete may go ahead; else the exit status (the reason is printed)."""
-    if yes:
-        return None
-    if not sys.stdin.isatty():
-        return _fail(
-            "room delete asks for confirmation and there is no terminal to ask on; pass --yes "
-            "to delete without asking (for scripts)."
-        )
-    print(
-        f"This deletes room {info.name!r} ({info.id}, created {_date(info.created)}) and its {seq} "
-        f"events for good.{note} Export it first (tablerelay room export ROOM --stored) to keep a copy."
-    )
-    try:
-        answer = ask(f"Type the room id ({info.id}) to delete it: ")
-    except EOFError:
-        answer = ""
-    if answer.strip() != info.id:
-        print("Nothing was deleted.")
-        return 1
-    return None
-
-
-def _date(ms: int) -> str:
-    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -9,11 +9,11 @@ import datetime
 import json
 import signal
 import sys
-from typing import Any
 
 from relay.core import records
+from relay.ops.console import command_config, fail
 from relay.settings import logs
-from relay.settings.config import SIGNING_NONCES, Config, ConfigError, load
+from relay.settings.config import SIGNING_NONCES, Config, ConfigError
 from relay.shell import admission, loops, public
 from relay.storage import stores
 from relay.storage.base import RoomLimitReached
@@ -32,36 +32,11 @@ from relay.trust import signing, tokens
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
 
 
-def _config(args: argparse.Namespace, *, stored: bool = False, writes: bool = False, **extra: Any) -> Config:
-    """The command's settings. ``stored``: it works on what a server stored, so its database must exist;
-    ``writes``: it writes in the data folder (and may make it)."""
-    overrides = {
-        "data": getattr(args, "data", None),
-        "public_url": getattr(args, "public_url", None),
-        "store": getattr(args, "store", None),
-        "replicas": getattr(args, "replicas", None),
-        **extra,
-    }
-    config = load(getattr(args, "config", None), overrides)
-    stores.check(config)
-    stores.check_data_folder(config, writes=writes)
-    if stored:
-        stores.check_stored(config)
-    if config.public_url:
-        public.check_public_url(config.public_url)  # a bad address stops every command with a sentence
-    return config
-
-
-def _fail(message: str, code: int = 2) -> int:
-    print(f"tablerelay: {message}", file=sys.stderr)
-    return code
-
-
 def serve_command(args: argparse.Namespace) -> int:
     from relay.shell.server import run, settle_gc
 
     try:
-        config = _config(
+        config = command_config(
             args,
             writes=True,
             host=args.host,
@@ -74,7 +49,7 @@ def serve_command(args: argparse.Namespace) -> int:
         stores.check_serving(config)
         keyring = signing.load_keyring(config.data, config.signing_key) if config.signing else None
     except (ConfigError, ValueError, signing.SigningKeyError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
 
     async def main() -> bool:
         stop = asyncio.Event()
@@ -86,13 +61,13 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         _, loop_factory = loops.factory(config.event_loop)
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     settle_gc()
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
             clean = runner.run(main())
     except stores.StoreUnusable as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc), 1)
     except OSError as exc:
         import structlog
 
@@ -130,19 +105,19 @@ def _check(config: Config) -> None:
 
 def room_create_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args, writes=True)
+        config = command_config(args, writes=True)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     name = args.name.strip()
     if not name or len(name) > 100:
-        return _fail("--name must be 1 to 100 characters.")
+        return fail("--name must be 1 to 100 characters.")
     fear_max = getattr(args, "fear_max", None)
     hope_max = getattr(args, "hope_max", None)
     fear_max = config.limits.fear_max if fear_max is None else fear_max
     hope_max = config.limits.hope_max if hope_max is None else hope_max
     if records.ROOM["fear_max"](fear_max) or records.ROOM["hope_max"](hope_max):
         # The caps an import takes for a room (relay.core.records): the store keeps them as 64-bit integers.
-        return _fail("--fear-max and --hope-max must be whole numbers from 0 to 2**63 - 1.")
+        return fail("--fear-max and --hope-max must be whole numbers from 0 to 2**63 - 1.")
     try:
         if stores.is_cluster(config):
             stores.check_secret(config)
@@ -158,7 +133,7 @@ def room_create_command(args: argparse.Namespace) -> int:
                     conn, name, fear_max=fear_max, hope_max=hope_max, max_rooms=config.limits.max_rooms
                 )
     except (RoomLimitReached, stores.StoreUnusable, ConfigError) as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc), 1)
     secret = tokens.load_secret(config.data, config.secret)
     gm = tokens.issue(secret, info.id, "gm", sub=tokens.new_gm_id())
     player = tokens.issue(secret, info.id, "player")
@@ -197,14 +172,14 @@ def room_create_command(args: argparse.Namespace) -> int:
 
 def room_list_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args, stored=True)
+        config = command_config(args, stored=True)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if stores.is_cluster(config):
         try:
             rooms, counts = stores.run_on(config, stores.rooms_and_counts)
         except stores.StoreUnusable as exc:
-            return _fail(str(exc), 1)
+            return fail(str(exc), 1)
     else:
         with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
             rooms = list_rooms_sync(conn)
@@ -228,11 +203,11 @@ def room_list_command(args: argparse.Namespace) -> int:
 
 def token_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args, stored=True)
+        config = command_config(args, stored=True)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if args.ttl is not None and args.ttl <= 0:
-        return _fail("--ttl must be a positive number of seconds.")
+        return fail("--ttl must be a positive number of seconds.")
     where = str(config.db_path)
     try:
         if stores.is_cluster(config):
@@ -246,9 +221,9 @@ def token_command(args: argparse.Namespace) -> int:
                 # Invites belong to the room's current invite generation (the GM may have rotated them).
                 generation = state_sync(conn, info.id).invites if info is not None else 0
     except (stores.StoreUnusable, ConfigError) as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc), 1)
     if info is None:
-        return _fail(f"there is no room {args.room!r} in {where}; see: tablerelay room list")
+        return fail(f"there is no room {args.room!r} in {where}; see: tablerelay room list")
     secret = tokens.load_secret(config.data, config.secret)
     ttl = tokens.DEFAULT_TTL if args.ttl is None else args.ttl
     sub = tokens.new_gm_id() if args.role == "gm" else None
@@ -263,19 +238,19 @@ def foundry_package_command(args: argparse.Namespace) -> int:
     from relay.shell.http import foundry
 
     try:
-        config = _config(args)
+        config = command_config(args)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     base = (args.public_url or public.public_base(config)).rstrip("/")
     try:
         data = foundry.package(foundry.installed_sources(), base)
     except foundry.FoundryPackageError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     out = Path(args.out)
     try:
         out.write_bytes(data)
     except OSError as exc:
-        return _fail(f"cannot write {out}: {exc.strerror or exc}.")
+        return fail(f"cannot write {out}: {exc.strerror or exc}.")
     print(f"wrote {out} ({len(data):,} bytes): the Foundry module for {base}")
     print(f"manifest URL for Foundry's 'Install Module': {base}{foundry.MANIFEST_PATH}")
     return 0
@@ -283,17 +258,17 @@ def foundry_package_command(args: argparse.Namespace) -> int:
 
 def key_rotate_command(args: argparse.Namespace) -> int:
     try:
-        config = _config(args)
+        config = command_config(args)
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if config.signing_key:
-        return _fail(
+        return fail(
             "the signing key comes from TABLERELAY_SIGNING_KEY, not the data folder: put a new key there "
             "and restart the server (the old key is then published as retired)."
         )
     if not (config.data / signing.KEY_FILE).is_file() and not config.db_path.is_file():
         # A mistyped --data would mint a key no server signs with; the server makes its first key itself.
-        return _fail(
+        return fail(
             f"{config.data} is not a tablerelay data folder (it holds no {signing.KEY_FILE} and no "
             "database): check --data (the folder the server uses); `tablerelay serve` makes the first key "
             "itself."
@@ -301,9 +276,9 @@ def key_rotate_command(args: argparse.Namespace) -> int:
     try:
         old, new = signing.rotate(config.data)
     except signing.SigningKeyError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except OSError as exc:
-        return _fail(f"cannot write the new key in {config.data}: {exc.strerror or exc}.", 1)
+        return fail(f"cannot write the new key in {config.data}: {exc.strerror or exc}.", 1)
     if old is not None:
         print(f"Key {old} retired (still published, so the events it signed still verify).")
     print(f"Key {new} is current. Restart the server to sign with it.")
@@ -314,23 +289,23 @@ def room_export_command(args: argparse.Namespace) -> int:
     from relay.storage import exports
 
     try:
-        config = _config(args, stored=True)
+        config = command_config(args, stored=True)
         keyring = signing.load_keyring(config.data, config.signing_key)
     except (ConfigError, signing.SigningKeyError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if stores.is_cluster(config):
         try:
             found = stores.run_on(config, lambda log: stores.whole_room(log, args.room))
         except stores.StoreUnusable as exc:
-            return _fail(str(exc), 1)
+            return fail(str(exc), 1)
         if found is None:
-            return _fail(f"there is no room {args.room!r} in the NATS store; see: tablerelay room list")
+            return fail(f"there is no room {args.room!r} in the NATS store; see: tablerelay room list")
         info, records = found
     else:
         with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
             known = get_room_sync(conn, args.room)
             if known is None:
-                return _fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+                return fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
             info = known
             records = []
             while True:
@@ -350,7 +325,7 @@ def room_export_command(args: argparse.Namespace) -> int:
             with open(args.output, "wb") as out:
                 count = exports.write(out, args.format, head, events)
         except OSError as exc:
-            return _fail(f"cannot write {args.output}: {exc.strerror or exc}.", 1)
+            return fail(f"cannot write {args.output}: {exc.strerror or exc}.", 1)
         print(f"Wrote {count} events of room {info.id} to {args.output}.", file=sys.stderr)
     else:
         exports.write(sys.stdout.buffer, args.format, head, events)
@@ -365,18 +340,18 @@ def verify_command(args: argparse.Namespace) -> int:
         with open(args.file, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        return _fail(f"cannot read {args.file}: {exc.strerror}.")
+        return fail(f"cannot read {args.file}: {exc.strerror}.")
     keys = None
     if args.keys:
         try:
             keys = signing.read_key_set(args.keys)
         except signing.SigningKeyError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
     try:
         export = exports.read(data)
         problems = exports.failures(export, keys)
     except exports.ExportError as exc:
-        return _fail(f"{args.file} is not a room export: {exc}.")
+        return fail(f"{args.file} is not a room export: {exc}.")
     for line in problems:
         print(line)
     source = f"the keys in {args.keys}" if args.keys else "the keys in the file's header"

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from relay.core.info import RoomInfo
-from relay.ops.campaign import _date, _fail, archive_record, confirm_delete, imported
+from relay.ops.campaign_parts import archive_record, confirm_delete, imported
+from relay.ops.console import fail, shown_date
 from relay.storage import stores
 from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomLimitReached
 
@@ -28,7 +29,7 @@ def _run(config: Any, work: Callable[[EventLog], Any]) -> Any:
     try:
         return stores.run_on(config, work)
     except stores.StoreUnusable as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc), 1)
 
 
 def import_room(config: Any, file: str, info: RoomInfo, records: list[Record], keys_file: str | None) -> int:
@@ -37,14 +38,14 @@ def import_room(config: Any, file: str, info: RoomInfo, records: list[Record], k
             await log.import_room(info, records, max_rooms=config.limits.max_rooms)
         except RoomExists:
             existing = await log.get_room(info.id)
-            shown = f" ({existing.name!r}, created {_date(existing.created)})" if existing else ""
-            return _fail(
+            shown = f" ({existing.name!r}, created {shown_date(existing.created)})" if existing else ""
+            return fail(
                 f"room {info.id} already exists in the store{shown}; nothing was imported. Delete it first "
                 f"(tablerelay room delete {info.id}) if the file should replace it.",
                 1,
             )
         except (RoomLimitReached, ValueError) as exc:
-            return _fail(f"{file} was not imported: {exc}", 1)
+            return fail(f"{file} was not imported: {exc}", 1)
         print(imported(info, len(records), keys_file))
         return 0
 
@@ -55,7 +56,7 @@ def archive_room(config: Any, room: str) -> int:
     async def work(log: EventLog) -> int:
         info = await log.get_room(room)
         if info is None:
-            return _fail(f"there is no room {room!r} in the store; see: tablerelay room list --store ...")
+            return fail(f"there is no room {room!r} in the store; see: tablerelay room list --store ...")
         state = await log.state(info.id)
         if state.archived:
             print(f"Room {info.id} is already archived.")
@@ -64,7 +65,7 @@ def archive_room(config: Any, room: str) -> int:
         try:
             await log.append(info.id, [archive_record(state, info, now)], state.seq)
         except Conflict:
-            return _fail("the room changed while it was being archived; run the command again.", 1)
+            return fail("the room changed while it was being archived; run the command again.", 1)
         print(f"Room {info.name!r} ({info.id}) is archived: read-only on every node, history still viewable.")
         return 0
 
@@ -75,10 +76,10 @@ def delete_room(config: Any, room: str, yes: bool, ask: Callable[[str], str]) ->
     async def work(log: EventLog) -> int:
         info = await log.get_room(room)
         if info is None:
-            return _fail(f"there is no room {room!r} in the store; see: tablerelay room list --store ...")
+            return fail(f"there is no room {room!r} in the store; see: tablerelay room list --store ...")
         state = await log.state(info.id)
         if not state.archived:
-            return _fail(
+            return fail(
                 f"room {info.id} is not archived. On a NATS store any node may be serving it and would go on "
                 f"writing to a log that is gone; archive it first (tablerelay room archive {info.id}), "
                 "then delete it.",
