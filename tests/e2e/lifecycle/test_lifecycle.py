@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from .conftest import Client, Server
+from tests.e2e.conftest import Client, Server
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 

@@ -3,8 +3,8 @@
 ``pure_canonical`` is the encoder the server used before: every map rebuilt in sorted key order in Python,
 then msgpack. ``spec_signing.encode`` is written from spec/signing.md alone. Every value the spec allows
 must come out the same from all three; everything it does not allow must be refused with CanonicalError.
-The events the server emits are compared the same way in tests/relay/test_signing.py (rolls and reveals)
-and tests/relay/test_room_stateful.py (every kind of event, in every audience form).
+The events the server emits are compared the same way in tests/relay/trust/test_signing.py (rolls and
+reveals) and tests/relay/core/test_room_stateful.py (every kind of event, in every audience form).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The SQLite writer process (``sqlite_writer = "process"``) when things go wrong: its own tests.
 
 Everything it shares with the writer thread (dense seqs, conflicts, batching, close) runs against both in
-tests/relay/test_sqlite_log.py.
+tests/relay/storage/test_sqlite_log.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from relay.storage.sqlite import SqliteLog
 from relay.storage.sqlite_writer import WriterGone, WriterUnusable
 from tests.console import serve_refusal
 from tests.e2e.conftest import server_env
-from tests.relay.test_sqlite_log import ev
+from tests.relay.storage.test_sqlite_log import ev
 
 
 async def test_a_writer_process_that_dies_fails_every_append_and_acks_none(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from .conftest import Client, Server, fold_resources
+from tests.e2e.conftest import Client, Server, fold_resources
 
 DUALITY = {"system": "daggerheart.duality", "modifier": 0}
 POWER = {"system": "drawsteel.power", "characteristic": 2}

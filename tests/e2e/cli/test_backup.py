@@ -16,8 +16,7 @@ from typing import Any
 import msgpack
 
 from tests.console import run_cli, tablerelay_bin
-
-from .conftest import Client, Server, assert_sentence
+from tests.e2e.conftest import Client, Server, assert_sentence
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgpack
 
-from .conftest import Server, assert_full, assert_sealed, parse_log_line
+from tests.e2e.conftest import Server, assert_full, assert_sealed, parse_log_line
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 

@@ -388,7 +388,7 @@ async def test_a_result_with_no_canonical_encoding_is_answered_internal_and_neve
 
 async def test_a_roller_is_served_before_the_rest_of_its_room(server: Running) -> None:
     # Each stored roll moves its roller to the end of the room's subscribers, and fan-out serves from the
-    # end: the roller's ack and event are written first (tests/relay/test_fanout.py has the order).
+    # end: the roller's ack and event are written first (tests/relay/shell/test_fanout.py has the order).
     room = server.room()
     sockets = []
     for i in range(4):

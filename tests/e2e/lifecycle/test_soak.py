@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SECONDS = 15
-ROOT = Path(__file__).resolve().parents[2]  # bench/ is run from the checkout
+ROOT = Path(__file__).resolve().parents[3]  # bench/ is run from the checkout
 
 
 @pytest.mark.slow
