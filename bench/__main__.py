@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import appends, fanout, growth, latency, memory, report, servers, tables
-from bench.harness import ROOT
-from bench.machine import describe, loadavg, python_speed
+from bench.report import page
+from bench.sections import appends, fanout, growth, latency, memory, tables
+from bench.tools import servers
+from bench.tools.harness import ROOT
+from bench.tools.machine import describe, loadavg, python_speed
 
 SECTIONS = ("fanout", "latency", "memory", "appends", "tables", "growth", "signing", "dice")
 RESULTS = ROOT / "bench" / "results"
@@ -392,7 +394,7 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         }
 
     async def do_dice() -> Any:
-        from bench import dice_section
+        from bench.sections import dice_section
 
         return await asyncio.to_thread(dice_section.measure, quick=sizes is QUICK)
 
@@ -445,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.cluster:
-        from bench import cluster
+        from bench.sections import cluster
 
         cluster.main(["--quick"] if args.quick else [])
         return 0
@@ -493,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} ({results['duration']} s)")
     # A quick run's sizes are too small for the published page: it only writes its results file.
     if not args.no_report and (args.report or not args.quick):
-        written = report.write(results)
+        written = page.write(results)
         for path in written:
             print(f"wrote {path.relative_to(ROOT)}")
     return 1 if results["errors"] or results.get("problems") else 0

@@ -9,8 +9,8 @@ from pathlib import Path
 import msgpack
 
 from bench.peers.bare_ws import template
-from bench.profile import TOP, summarise
-from bench.report import TABLES_PARTS, tables_split
+from bench.report.tables import TABLES_PARTS, tables_split
+from bench.tools.profile import TOP, summarise
 
 EVENT = {
     "actor": {"id": "2623091c29679f59", "name": "GM", "role": "gm"},

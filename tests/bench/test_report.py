@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import GOAL_SIGNING, _tables_p99, _why_not, latest_updates, signing_pairs, signing_section
+from bench.report.common import GOAL_SIGNING
+from bench.report.goals import _tables_p99, _why_not
+from bench.report.page import latest_updates
+from bench.report.signing import signing_pairs, signing_section
 
 
 def window(rate: float, loop: float, child: float = 0.0, rollers_cores: float = 0.5) -> dict[str, Any]:

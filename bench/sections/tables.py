@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.fanout import cpu_of, open_room_clients
-from bench.harness import BenchError, Clients, children, close_all, cpu_seconds, gather_expect
-from bench.latency import percentile
-from bench.profile import Sampler
-from bench.servers import Calibration
+from bench.sections.fanout import cpu_of, open_room_clients
+from bench.sections.latency import percentile
+from bench.tools import servers
+from bench.tools.harness import BenchError, Clients, children, close_all, cpu_seconds, gather_expect
+from bench.tools.profile import Sampler
+from bench.tools.servers import Calibration
 
 SEED = 14  # the same rooms, in the same order, for both servers
 

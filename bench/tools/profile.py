@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bench.harness import VENV_BIN
+from bench.tools.harness import VENV_BIN
 
 # Where a frame's file lives says which layer it belongs to; first match wins.
 LAYERS = (

@@ -29,7 +29,7 @@ from typing import Any
 
 import uvloop
 
-from bench.harness import ROOT, turn_order
+from bench.tools.harness import ROOT, turn_order
 from tests.cluster.natsd import running_cluster
 
 ROOMS = 200

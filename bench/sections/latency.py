@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.fanout import open_room_clients
-from bench.harness import BenchError, close_all, gather_expect
-from bench.servers import Calibration
+from bench.sections.fanout import open_room_clients
+from bench.tools import servers
+from bench.tools.harness import BenchError, close_all, gather_expect
+from bench.tools.servers import Calibration
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.harness import (
+from bench.tools import servers
+from bench.tools.harness import (
     BenchError,
     Clients,
     children,
@@ -33,8 +33,8 @@ from bench.harness import (
     start_clients,
     turn_order,
 )
-from bench.profile import Sampler
-from bench.servers import Calibration, Server
+from bench.tools.profile import Sampler
+from bench.tools.servers import Calibration, Server
 
 QUEUE_SAFE = 900  # events per burst, under the relay's 1,024-frame send queue
 

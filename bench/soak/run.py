@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.soak_client import Client, Tally
-from bench.soak_process import ServerProcess, get_json, open_fds, rss_bytes
+from bench.soak.client import Client, Tally
+from bench.soak.process import ServerProcess, get_json, open_fds, rss_bytes
 from relay.core.state import ROLL_ID_WINDOW_MS
 from relay.settings.config import Limits
 from relay.shell import upkeep

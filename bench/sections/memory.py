@@ -18,9 +18,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.harness import BenchError, close_all, gather_expect, split, start_clients
-from bench.servers import Calibration
+from bench.tools import servers
+from bench.tools.harness import BenchError, close_all, gather_expect, split, start_clients
+from bench.tools.servers import Calibration
 
 ROOMS = 10
 

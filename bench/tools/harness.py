@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "bench" / "receivers" / "harness.mjs"
 VENV_BIN = Path(sys.executable).parent
 

@@ -48,9 +48,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import appends, fanout, report, servers, tables
-from bench.harness import ROOT
-from bench.machine import loadavg
+from bench.report.signing import paired_ratio, per_delivery_us, windows_cpu
+from bench.sections import appends, fanout, tables
+from bench.tools import servers
+from bench.tools.harness import ROOT
+from bench.tools.machine import loadavg
 
 
 @dataclass
@@ -175,14 +177,14 @@ async def run_pairs(variants: list[Variant], run_dir: Path, rounds: int, seconds
         _say(f"round {i + 1:>2}  {cells}  acked/s")
     for name in names:
         windows = out[name]
-        cpu = report.windows_cpu(windows)
+        cpu = windows_cpu(windows)
         _say(
             f"{name:>16}: median {statistics.median(w['rate'] for w in windows):>7,.0f} acked/s;"
             f" µs per roll: loop {cpu.get('event loop thread', 0.0):.0f},"
             f" nonces {cpu.get('child processes', 0.0):.0f}, rollers {cpu['rollers']:.0f}"
         )
     for v in variants:
-        pair = report.paired_ratio(out[v.name], out[f"{v.name} unsigned"])
+        pair = paired_ratio(out[v.name], out[f"{v.name} unsigned"])
         if pair is not None:
             _say(
                 f"{v.name:>16}: signed ÷ unsigned {pair['ratio']:.3f}"
@@ -285,11 +287,11 @@ async def run_fan_pairs(variants: list[Variant], run_dir: Path, rounds: int, mem
         bare = out["bare"][key]
         for name, kinds in out.items():
             runs = kinds[key]
-            pair = report.paired_ratio(runs, bare)
+            pair = paired_ratio(runs, bare)
             assert pair is not None  # every run delivered every event (fanout.paired checks)
             _say(
                 f"{what:>13} {name:>10}: median {pair['on']:>9,.0f} deliveries/s,"
-                f" {report.per_delivery_us(runs) or 0.0:.2f} µs per delivery; ÷ bare {pair['ratio']:.3f}"
+                f" {per_delivery_us(runs) or 0.0:.2f} µs per delivery; ÷ bare {pair['ratio']:.3f}"
                 f" (the rounds' median; {pair['low']:.2f}–{pair['high']:.2f})"
             )
 

@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ROOT
+from bench.tools.harness import ROOT
 
 
 def loadavg() -> list[float]:

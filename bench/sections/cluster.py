@@ -37,9 +37,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from websockets.asyncio.client import connect
 
-from bench import servers, tables
-from bench.fanout import cpu_of, open_room_clients
-from bench.harness import (
+from bench.sections import tables
+from bench.sections.fanout import cpu_of, open_room_clients
+from bench.sections.latency import percentile
+from bench.tools import servers
+from bench.tools.harness import (
     ROOT,
     VENV_BIN,
     BenchError,
@@ -50,9 +52,8 @@ from bench.harness import (
     start_clients,
     start_server,
 )
-from bench.latency import percentile
-from bench.machine import loadavg
-from bench.profile import Sampler
+from bench.tools.machine import loadavg
+from bench.tools.profile import Sampler
 from relay.storage.nats import STREAM, NatsLog
 from relay.trust import tokens
 from tests.cluster.natsd import NatsCluster, running_cluster

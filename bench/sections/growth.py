@@ -10,8 +10,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench import fanout
-from bench.servers import Calibration
+from bench.sections import fanout
+from bench.tools.servers import Calibration
 
 
 async def measure(

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.soak_report import markdown, plot
-from bench.soak_run import Options, soak
+from bench.soak.report import markdown, plot
+from bench.soak.run import Options, soak
 
 
 def soak_command(args: argparse.Namespace) -> int:

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.harness import (
+from bench.sections.tables import split_cpu
+from bench.tools import servers
+from bench.tools.harness import (
     BenchError,
     Clients,
     close_all,
@@ -36,9 +37,8 @@ from bench.harness import (
     start_clients,
     turn_order,
 )
-from bench.profile import Sampler
-from bench.servers import Calibration
-from bench.tables import split_cpu
+from bench.tools.profile import Sampler
+from bench.tools.servers import Calibration
 from relay.storage.sqlite import SqliteLog
 
 #: Seconds of unmeasured rolling before each of ``paired``'s windows (see there): at the acked rates this

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import dice
+from bench.sections import dice
 
 
 def measure(quick: bool = False) -> dict[str, Any]:

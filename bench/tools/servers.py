@@ -24,7 +24,7 @@ from typing import Any
 import msgpack
 from websockets.asyncio.client import connect
 
-from bench.harness import ROOT, VENV_BIN, ServerProcess, start_server
+from bench.tools.harness import ROOT, VENV_BIN, ServerProcess, start_server
 from relay.settings.config import load
 from relay.storage.sqlite import connect as db_connect
 from relay.storage.sqlite import create_room_sync
@@ -169,7 +169,7 @@ async def start(
         elif traced is None:
             argv = [str(VENV_BIN / "tablerelay"), *serve]
         else:
-            argv = [str(VENV_BIN / "python"), "-m", "bench.relay_traced", *serve]
+            argv = [str(VENV_BIN / "python"), "-m", "bench.tools.relay_traced", *serve]
             env["BENCH_TRACE_OUT"] = str(traced)
         process = await start_server(kind, argv, log, env=env, data=data, cwd=source or ROOT)
         return Server(kind, process, secret=tokens.load_secret(data, None))

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from bench.harness import ROOT, cpu_seconds, rss_kib
+from bench.tools.harness import ROOT, cpu_seconds, rss_kib
 
 MODES = ("none", "websockets", "relay")
 
@@ -68,7 +68,7 @@ def measure(mode: str, sockets: int, interval: float, seconds: float) -> tuple[f
     """(server CPU seconds over ``seconds``, RSS KiB) with ``sockets`` idle sockets pinged by ``mode``."""
     python = sys.executable
     server = subprocess.Popen(
-        [python, "-m", "bench.keepalive", "--serve", mode, "--interval", str(interval)],
+        [python, "-m", "bench.studies.keepalive", "--serve", mode, "--interval", str(interval)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -76,7 +76,7 @@ def measure(mode: str, sockets: int, interval: float, seconds: float) -> tuple[f
     assert server.stdout is not None
     port = int(server.stdout.readline())
     clients = subprocess.Popen(
-        [python, "-m", "bench.keepalive", "--hold", str(port), "--sockets", str(sockets)],
+        [python, "-m", "bench.studies.keepalive", "--hold", str(port), "--sockets", str(sockets)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
