@@ -1,4 +1,4 @@
-"""The canonical encoder relay/trust/signing.py had before the compiled one (msgspec): a reference for its
+"""The canonical encoder relay/core/canonical.py had before the compiled one (msgspec): a reference for its
 tests.
 
 Every map is rebuilt with its keys in sorted order (Python orders ``str`` by code point, the order of
@@ -11,7 +11,7 @@ from typing import Any
 
 import msgpack
 
-from relay.trust.signing import CanonicalError
+from relay.core.canonical import CanonicalError
 
 _PURE_SCALARS = frozenset({str, int, bool, bytes, type(None)})
 
@@ -34,7 +34,7 @@ def _ordered(value: Any) -> Any:
 
 
 def pure_canonical(value: Any) -> bytes:
-    """The encoder relay/trust/signing.py had before msgspec (msgpack writes every int in its shortest
+    """The encoder relay/core/canonical.py had before msgspec (msgpack writes every int in its shortest
     form)."""
     data: bytes = msgpack.packb(_ordered(value), use_bin_type=True)
     return data

@@ -33,7 +33,7 @@ _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from relay.shell.server import run, settle_gc
+    from relay.shell.serve import run, settle_gc
 
     try:
         config = command_config(

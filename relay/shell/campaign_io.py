@@ -14,19 +14,20 @@ from relay.core.actions import Effect
 from relay.core.membership import CloseParticipant, Retitle, SendInvites
 from relay.settings.logs import get_logger
 from relay.shell import public
+from relay.shell.connection import RoomHandle
+from relay.shell.host import Host
 from relay.trust import tokens
 
 if TYPE_CHECKING:
     from websockets.http11 import Request
 
-    from relay.shell.server import Relay, RoomHandle
 
 TEXT = "text/plain; charset=utf-8"
 
 logger = get_logger("relay.campaign")
 
 
-def carry_out(relay: Relay, handle: RoomHandle, effect: Effect) -> None:
+def carry_out(relay: Host, handle: RoomHandle, effect: Effect) -> None:
     if isinstance(effect, CloseParticipant):
         for conn, session in list(handle.subscribers.items()):
             if session.id == effect.participant:
@@ -45,7 +46,7 @@ def carry_out(relay: Relay, handle: RoomHandle, effect: Effect) -> None:
         raise TypeError(f"unknown effect {effect!r}")
 
 
-def invites_frame(relay: Relay, room_id: str, effect: SendInvites) -> dict[str, Any]:
+def invites_frame(relay: Host, room_id: str, effect: SendInvites) -> dict[str, Any]:
     """The ``invites`` answer: the room's invite tokens of the current generation and their pages.
 
     Tokens are not events: they go to the GM who asked, and never into the log.
@@ -72,7 +73,7 @@ def invites_frame(relay: Relay, room_id: str, effect: SendInvites) -> dict[str, 
 EXPORT_PREFIX = "/export/"
 
 
-async def export_download(relay: Relay, request: Request, path: str) -> tuple[int, bytes, str]:
+async def export_download(relay: Host, request: Request, path: str) -> tuple[int, bytes, str]:
     """(status, body, content type) for the GM's export download: the public export, JSON Lines.
 
     The token rides in a header, never in the address, so it reaches no access log; only a GM token of

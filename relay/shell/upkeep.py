@@ -9,7 +9,7 @@
 - **Freed memory back to the system**: once a minute a full garbage collection, then, on glibc,
   ``malloc_trim(0)`` hands the pages that freed C-level allocations left empty (frames, encoded records,
   dict tables over 512 bytes all come from ``malloc``) back to the kernel. Both durations are logged
-  (``memory_trimmed``: the collection's pause is ``collect_ms``). ``relay.shell.server.settle_gc`` makes
+  (``memory_trimmed``: the collection's pause is ``collect_ms``). ``relay.shell.serve.settle_gc`` makes
   Python's own full collections rare, and without this one the interpreter's allocated blocks grew twice
   as fast in the soak; its price is a pause of 160 to 294 ms a minute with 1,000 sockets in 200 rooms.
   ``TABLERELAY_FULL_GC=0`` turns it off (docs/hardening.md has the runs).
@@ -26,16 +26,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Container
-from typing import TYPE_CHECKING
 
 from relay.core import protocol
 from relay.core.room import Room
 from relay.settings.logs import debug_enabled, get_logger
 from relay.shell import old_rolls
+from relay.shell.connection import Connection, RoomHandle
+from relay.shell.host import Host
 from relay.shell.observe import memtrace
-
-if TYPE_CHECKING:
-    from relay.shell.server import Connection, Relay, RoomHandle
 
 logger = get_logger("relay.upkeep")
 
@@ -110,7 +108,7 @@ def idle(handle: RoomHandle) -> bool:
 
 
 class Upkeep:
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Host) -> None:
         self.relay = relay
         self._idle_since: dict[str, float] = {}  # room id -> when it was first seen idle (monotonic)
         # room id -> old hidden roll read back for a late reveal -> when (monotonic; RESTORED_KEEP)
@@ -207,9 +205,9 @@ class Upkeep:
             self._restored.setdefault(handle.room.id, {})[frame.seq] = time.monotonic()
             if conn.closing or relay.stopping or conn.handle is not handle:
                 return  # the client resends it after it resumes; a reveal is idempotent
-            relay._execute(handle, handle.room.handle(conn.session, frame))
+            relay.execute(handle, handle.room.handle(conn.session, frame))
         except Exception:
             logger.exception("late_reveal_failed", room=handle.room.id, seq=frame.seq)
-            relay._send(
+            relay.send_frame(
                 conn, protocol.error_frame("internal", "Something went wrong on the server.", frame.id)
             )

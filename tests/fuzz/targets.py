@@ -36,17 +36,20 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
 from relay.core import protocol, records, visibility
+from relay.core.actions import Append, Broadcast, Pending, Refused, Send, Session
+from relay.core.canonical import CanonicalError
+from relay.core.claims import Claims
 from relay.core.formats import rules_numbers
-from relay.core.room import Append, Broadcast, Pending, Refused, Room, Send, Session
+from relay.core.info import RoomInfo
+from relay.core.room import Room
 from relay.core.state import RoomState
 from relay.ops.campaign import ImportRefused, checked_records
 from relay.settings.config import Limits
-from relay.shell.fanout import Forms, Renderer
+from relay.shell.fanout import Renderer
 from relay.storage import exports
-from relay.storage.base import RoomInfo
 from relay.storage.sqlite import connect, import_room_sync, read_sync
-from relay.trust.signing import CanonicalError, Keyring
-from relay.trust.tokens import Claims
+from relay.trust.forms import Forms
+from relay.trust.signing import Keyring
 from rules.dice import evaluate
 from rules.errors import RulesError
 from rules.render import to_foundry_message, to_roll20

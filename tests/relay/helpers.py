@@ -12,13 +12,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
 from relay.core import protocol
-from relay.core.room import Append, Broadcast, Pending, Room, Send, Session
+from relay.core.actions import Append, Broadcast, Pending, Send, Session
+from relay.core.claims import Claims
+from relay.core.info import RoomInfo
+from relay.core.room import Room
 from relay.core.state import RoomState, fold
 from relay.settings.config import Limits
-from relay.shell.fanout import Forms, Renderer
-from relay.storage.base import RoomInfo
+from relay.shell.fanout import Renderer
+from relay.trust.forms import Forms
 from relay.trust.signing import Keyring
-from relay.trust.tokens import Claims
 from rules.rng import Scripted
 
 INFO = RoomInfo(id="room1", name="Test", epoch="epoch1", created=0, fear_max=12, hope_max=6)

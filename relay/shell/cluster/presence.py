@@ -41,10 +41,11 @@ from nats.js.kv import KeyValue
 
 from relay.core.state import Member
 from relay.settings.logs import get_logger
+from relay.shell.connection import RoomHandle
+from relay.shell.host import Host
 from relay.storage.nats import bucket_subjects, ensure_bucket, patiently
 
 if TYPE_CHECKING:
-    from relay.shell.server import Relay, RoomHandle
     from relay.storage.nats import NatsLog
 
 logger = get_logger("relay.presence")
@@ -85,7 +86,7 @@ def stale(listed: Sequence[str], present: dict[str, Member], claimed: set[str]) 
 class Presence:
     """One node's part: publishes its sockets' participants and heartbeat; clears up after dead runs."""
 
-    def __init__(self, relay: Relay, log: NatsLog, node: str | None) -> None:
+    def __init__(self, relay: Host, log: NatsLog, node: str | None) -> None:
         self.relay = relay
         self.js: JetStreamContext = log.js
         self.replicas = log.replicas
@@ -145,7 +146,7 @@ class Presence:
             pending = room.settle_presence(back)
             if pending is not None:
                 logger.info("presence_rejoined", room=room.id, members=len(pending.records))
-                self.relay._submit(handle, pending)
+                self.relay.submit(handle, pending)
             # Published again: a janitor that took this node for dead (a long pause) removed its key.
             self.changed(handle)
 
@@ -251,7 +252,7 @@ class Presence:
                     stored.set_exception(error)
 
         pending.done.append(done)
-        self.relay._submit(handle, pending)
+        self.relay.submit(handle, pending)
         await asyncio.wait_for(stored, STORE_TIMEOUT)
 
     async def _listed(self, key: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 On one node an append never conflicts. In a cluster another node may store the room's next seq first; the
 log then answers ``Conflict`` with the seq it found. The intent is not answered with an error: once the
-other node's events have reached this node's copy of the room (``Relay._remote``), the frame is handled
+other node's events have reached this node's copy of the room (``Host._remote``), the frame is handled
 again against the new state, so its requirements (Fear, Hope, a sealed roll still unrevealed, a roll id
 already stored) are checked as a single node would check them, and it is appended again or refused with
 the single node's error. A roll retried this way is rolled again: its first dice were never stored or
@@ -15,15 +15,14 @@ import asyncio
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relay.core.actions import Append, Pending, Send, Session
 from relay.core.state import Member
 from relay.settings.logs import get_logger
+from relay.shell.connection import Connection, RoomHandle
+from relay.shell.host import Host
 from relay.storage.base import Conflict
-
-if TYPE_CHECKING:
-    from relay.shell.server import Connection, Relay, RoomHandle
 
 logger = get_logger("relay.cluster")
 
@@ -42,7 +41,7 @@ class _Origin:
 
 
 class Retries:
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Host) -> None:
         self.relay = relay
         # The frame each append came from; weak, so a settled append takes its entry with it.
         self._origins: weakref.WeakKeyDictionary[Pending, _Origin] = weakref.WeakKeyDictionary()
@@ -101,7 +100,7 @@ class Retries:
                     catch_up(handle.room.id)
                 self._after(handle, last, lambda: self._answer(handle, conn, frame))
             else:
-                self.relay._execute(handle, actions)
+                self.relay.execute(handle, actions)
 
         task = asyncio.get_running_loop().create_task(check())
         self._checks.add(task)
@@ -113,7 +112,7 @@ class Retries:
             return
         actions = handle.room.handle(conn.session, frame)
         self.remember(actions, conn, frame)
-        self.relay._execute(handle, actions)
+        self.relay.execute(handle, actions)
 
     def _again(self, handle: RoomHandle, origin: _Origin) -> None:
         conn = origin.conn
@@ -121,7 +120,7 @@ class Retries:
             return  # the client left; it sends the frame again after it resumes
         actions = handle.room.handle(origin.session, origin.frame)
         self.remember(actions, conn, origin.frame, origin.attempt + 1)
-        self.relay._execute(handle, actions)
+        self.relay.execute(handle, actions)
 
     def _settle(
         self, handle: RoomHandle, members: list[Member], done: list[Callable[[BaseException | None], None]]
@@ -132,7 +131,7 @@ class Retries:
                 callback(None)
             return
         pending.done.extend(done)
-        self.relay._submit(handle, pending)
+        self.relay.submit(handle, pending)
 
     # -- waiting for another node's events ---------------------------------------------------------------
 

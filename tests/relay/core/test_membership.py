@@ -7,10 +7,10 @@ import msgpack
 import pytest
 
 from relay.core import protocol
+from relay.core.actions import Refused
+from relay.core.claims import Claims
 from relay.core.membership import CloseParticipant, Retitle, SendInvites
-from relay.core.room import Refused
 from relay.core.state import CAMPAIGN_FIELDS, fold
-from relay.trust.tokens import Claims
 from tests.relay.helpers import INFO, KEYRING, Table
 
 

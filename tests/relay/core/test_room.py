@@ -9,10 +9,10 @@ import msgpack
 import pytest
 
 from relay.core import protocol
-from relay.core.room import Refused
+from relay.core.actions import Refused
+from relay.core.claims import Claims
 from relay.core.visibility import BODY_KEYS
 from relay.settings.config import Limits
-from relay.trust.tokens import Claims
 from tests.relay.helpers import INFO, Table, fixed, frame, scripted
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}

@@ -47,16 +47,18 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from relay.core import protocol, records
+from relay.core import canonical, protocol, records
+from relay.core.actions import Append, Broadcast, Pending, Refused, Send, Session
+from relay.core.claims import Claims
+from relay.core.info import RoomInfo
 from relay.core.membership import CloseParticipant, Retitle, SendInvites
-from relay.core.room import Append, Broadcast, Pending, Refused, Room, Send, Session
+from relay.core.room import Room
 from relay.core.state import RoomState, fold
 from relay.settings.config import Limits
 from relay.shell import campaign_io, fanout
 from relay.shell.fanout import Outbox
-from relay.storage.base import RoomInfo
 from relay.trust import signing, tokens
-from relay.trust.tokens import Claims
+from relay.trust.forms import Forms
 from rules.rng import Dice
 from tests import spec_signing
 from tests.pure_canonical import pure_canonical
@@ -193,7 +195,7 @@ class RoomMachine(RuleBasedStateMachine):
         )
         self.dice: Dice = CountingDice()
         # Every frame signed, as the server sends them: the invariants hold for the signed forms too.
-        self.forms = fanout.Forms(INFO.id, KEYRING, LIMITS.history)
+        self.forms = Forms(INFO.id, KEYRING, LIMITS.history)
         self.stored: list[dict[str, Any]] = []
         self.queue: list[Pending] = []
         self.conns: list[Conn] = []
@@ -436,7 +438,7 @@ class RoomMachine(RuleBasedStateMachine):
             f"event {seq} as {conn.session.id} got it verifies"
         )
         signed = signing.signed_part(event)
-        data = signing.canonical(signed)
+        data = canonical.canonical(signed)
         if data not in CROSS_CHECKED:  # each form once: a form reaches many sockets and welcomes
             assert data == spec_signing.encode(signed), "the spec-only encoder writes the same bytes"
             assert data == pure_canonical(signed), "and so does the pure encoder the server had before"

@@ -8,7 +8,7 @@ from typing import Any
 import msgpack
 
 from relay.core import protocol
-from relay.core.room import Session
+from relay.core.actions import Session
 from relay.core.state import Member, RoomState, fold
 from relay.core.visibility import body_of, seal
 from relay.shell.fanout import Outbox, broadcast, serve_first

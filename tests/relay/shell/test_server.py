@@ -22,7 +22,8 @@ from websockets.exceptions import ConnectionClosed
 from relay.core.room import Resolver
 from relay.settings import logs
 from relay.settings.config import Config, Limits
-from relay.shell.server import Relay, run
+from relay.shell.serve import run
+from relay.shell.server import Relay
 from relay.storage.sqlite import connect as db_connect
 from relay.storage.sqlite import create_room_sync
 from relay.trust import tokens
@@ -301,7 +302,7 @@ async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path
 def test_settle_gc_freezes_start_up_objects_and_spaces_young_collections() -> None:
     # In a child process: freezing is process-wide and would change this test run's collector.
     probe = (
-        "import gc; from relay.shell.server import GC_YOUNG, settle_gc; settle_gc(); "
+        "import gc; from relay.shell.serve import GC_YOUNG, settle_gc; settle_gc(); "
         "print(gc.get_freeze_count(), gc.get_threshold()[0] == GC_YOUNG)"
     )
     out = subprocess.run(
@@ -423,13 +424,14 @@ async def http_get(ws_url: str, path: str, host: str) -> tuple[int, bytes]:
 async def test_the_foundry_zips_kept_are_few_whatever_host_the_requests_name(server: Running) -> None:
     # Each address the module is fetched by gets a zip naming it (about 80 KB); a thousand made-up Host
     # headers kept a thousand of them before.
-    from relay.shell.server import FOUNDRY_ZIPS_KEPT as kept
+    from relay.shell.http.routes import FOUNDRY_ZIPS_KEPT as kept
 
     for i in range(3 * kept):
         status, body = await http_get(server.url, "/foundry/tablerelay.zip", f"h{i}.example")
         assert status == 200, body[:80]
         assert body.startswith(b"PK"), "a zip"
-    assert list(server.relay._foundry_zips) == [f"http://h{i}.example" for i in range(2 * kept, 3 * kept)]
+    zips = server.relay.routes._foundry_zips
+    assert list(zips) == [f"http://h{i}.example" for i in range(2 * kept, 3 * kept)]
     # A Host that cannot be an address is not put in the manifest: the server's own address is.
     status, body = await http_get(server.url, "/foundry/module.json", 'evil"</a>.example')
     assert status == 200

@@ -1,4 +1,4 @@
-"""The compiled canonical encoder (msgspec, relay/trust/signing.py) against two references, byte for byte.
+"""The compiled canonical encoder (msgspec, relay/core/canonical.py) against two references, byte for byte.
 
 ``pure_canonical`` is the encoder the server used before: every map rebuilt in sorted key order in Python,
 then msgpack. ``spec_signing.encode`` is written from spec/signing.md alone. Every value the spec allows
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relay.trust import signing
+from relay.core import canonical
 from tests import spec_signing
 from tests.pure_canonical import pure_canonical
 
@@ -48,7 +48,7 @@ VALUES = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(VALUES)
 def test_the_compiled_encoder_writes_the_bytes_of_both_references(value: Any) -> None:
-    data = signing.canonical(value)
+    data = canonical.canonical(value)
     assert data == pure_canonical(value)
     assert data == spec_signing.encode(value)
 
@@ -57,7 +57,7 @@ def test_the_compiled_encoder_writes_the_bytes_of_both_references(value: Any) ->
 @given(st.lists(st.tuples(KEYS, SCALARS), min_size=17, max_size=80))
 def test_maps_past_the_fixmap_size_keep_utf8_byte_order(pairs: list[tuple[str, Any]]) -> None:
     value = dict(pairs)
-    data = signing.canonical(value)
+    data = canonical.canonical(value)
     assert data == spec_signing.encode(value)
     keys = list(msgpack.unpackb(data, raw=False))
     assert keys == sorted(keys, key=lambda key: key.encode())
@@ -65,7 +65,7 @@ def test_maps_past_the_fixmap_size_keep_utf8_byte_order(pairs: list[tuple[str, A
 
 def test_a_map_of_65536_keys_takes_the_32_bit_header() -> None:
     value = {f"k{i:05d}": i for i in range(65_536)}
-    data = signing.canonical(value)
+    data = canonical.canonical(value)
     assert data[0] == 0xDF
     assert data == spec_signing.encode(value)
 
@@ -110,12 +110,12 @@ class Point:
     ],
 )
 def test_what_the_spec_does_not_allow_is_refused_though_msgspec_would_encode_it(bad: Any) -> None:
-    with pytest.raises(signing.CanonicalError):
-        signing.canonical(bad)
+    with pytest.raises(canonical.CanonicalError):
+        canonical.canonical(bad)
 
 
 def test_a_refusal_says_what_it_found() -> None:
-    with pytest.raises(signing.CanonicalError, match="may not hold a float"):
-        signing.canonical({"a": [1, {"b": 0.25}]})
-    with pytest.raises(signing.CanonicalError, match="map keys must be strings; got int"):
-        signing.canonical({"a": {"b": {3: 1}}})
+    with pytest.raises(canonical.CanonicalError, match="may not hold a float"):
+        canonical.canonical({"a": [1, {"b": 0.25}]})
+    with pytest.raises(canonical.CanonicalError, match="map keys must be strings; got int"):
+        canonical.canonical({"a": {"b": {3: 1}}})

@@ -12,11 +12,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from nacl.bindings import crypto_scalarmult_ed25519_base_noclamp
 from nacl.signing import VerifyKey
 
-from relay.core import protocol
+from relay.core import canonical, protocol
 from relay.core.state import fold
 from relay.core.visibility import FULL, SEALED, body_of, seal
-from relay.shell.fanout import Forms
 from relay.trust import ed25519, nonces, signing
+from relay.trust.forms import Forms
 from relay.trust.nonces import NoncePool
 from tests import spec_signing
 from tests.relay.helpers import KEYRING
@@ -194,7 +194,7 @@ async def test_forms_sign_with_the_pool_and_send_the_bytes_they_signed() -> None
             payload = protocol.decode(wire[2:] if wire[1] < 126 else wire[4:])
             assert payload == frame
             assert list(payload)[-2:] == ["kid", "sig"]
-            body = signing.canonical(signing.signed_part(frame))
+            body = canonical.canonical(signing.signed_part(frame))
             assert body[1:] in wire, "the signed bytes (after their one-byte map header), as sent"
         assert len(points) == 3, "a nonce per signature"
     finally:
