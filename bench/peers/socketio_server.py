@@ -55,10 +55,8 @@ async def main(host: str, port: int, payload: dict[str, Any]) -> None:
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    server = site._server
-    assert server is not None
-    sockets = getattr(server, "sockets", None) or []
-    announce(host, sockets[0].getsockname()[1], "http")
+    # The runner's addresses are its sites' listening sockets (getsockname()): the one site's is first.
+    announce(host, runner.addresses[0][1], "http")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -160,6 +160,10 @@ class Clients:
     lines: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     reader: asyncio.Task[None] | None = None
 
+    def start_reading(self) -> None:
+        """Start the task that puts the process's JSON lines on ``lines``, then ``{"ev": "exit"}``."""
+        self.reader = asyncio.create_task(self._read())
+
     async def _read(self) -> None:
         assert self.proc.stdout is not None
         while True:
@@ -228,7 +232,7 @@ async def start_clients(name: str, run_dir: Path, config: dict[str, Any]) -> Cli
             limit=1 << 26,  # a latency report carries every event's timestamps on one line
         )
     clients = Clients(name, proc, stderr)
-    clients.reader = asyncio.create_task(clients._read())
+    clients.start_reading()
     return clients
 
 
