@@ -34,6 +34,8 @@ from tests.cluster.natsd import running_cluster
 
 ROOMS = 200
 PER_ROOM = 25
+# Where the log's file is, newest first: relay/log/nats.py moved to relay/storage/nats.py in c855932.
+PATHS = ("relay/storage/nats.py", "relay/log/nats.py")
 
 
 def record(seq: int) -> dict[str, Any]:
@@ -51,13 +53,10 @@ def record(seq: int) -> dict[str, Any]:
 def module_at(revision: str | None, folder: Path) -> ModuleType:
     """``relay/storage/nats.py`` of ``revision`` (None: this working tree), loaded under a name of its own."""
     name = f"nats_log_{revision or 'work'}".replace("-", "_").replace("~", "_").replace("^", "_")
-    path = ROOT / "relay" / "log" / "nats.py"
+    path = ROOT / PATHS[0]
     if revision is not None:
         path = folder / f"{name}.py"
-        shown = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{revision}:relay/log/nats.py"], check=True, capture_output=True
-        )
-        path.write_bytes(shown.stdout)
+        path.write_bytes(source_at(revision))
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None
@@ -65,6 +64,15 @@ def module_at(revision: str | None, folder: Path) -> ModuleType:
     sys.modules[name] = module  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+def source_at(revision: str) -> bytes:
+    """The log's file as it was at ``revision``, at whichever of its paths that revision has."""
+    for where in PATHS:
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{where}"], capture_output=True)
+        if shown.returncode == 0:
+            return shown.stdout
+    raise SystemExit(f"bench.studies.nats_log: {revision} has none of {', '.join(PATHS)}")
 
 
 async def turn(module: ModuleType, store: str) -> tuple[float, float]:
