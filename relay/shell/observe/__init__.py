@@ -1,0 +1,1 @@
+"""What an operator watches: Prometheus metrics, event-loop lag, opt-in allocation traces."""
