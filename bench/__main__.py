@@ -443,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cluster",
         action="store_true",
-        help="run the cluster section instead (bench/cluster.py: NATS servers, two nodes; about 5 minutes)",
+        help="run the cluster section instead (bench/sections/cluster.py: NATS servers, two nodes; about 5 "
+        "minutes)",
     )
     args = parser.parse_args(argv)
     if args.cluster:

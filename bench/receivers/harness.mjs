@@ -1,7 +1,7 @@
 // The benchmark's client harness: one Node process holding many WebSocket clients of one server kind.
 //
 // The same code drives the relay and its peers, so every ratio in docs/benchmarks.md compares servers, not
-// clients. The Python orchestrator (bench/harness.py) starts this with one JSON argument, reads JSON lines
+// clients. The Python orchestrator (bench/tools/harness.py) starts this with one JSON argument, reads JSON lines
 // from stdout and writes JSON command lines to stdin:
 //
 //   role "receive": open the connections, say {"ev":"ready"}; on {"cmd":"go","expect":E} count E

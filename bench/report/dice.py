@@ -42,10 +42,11 @@ def dice_section(data: dict[str, Any]) -> str:
     verdict_text = "met" if median >= 5 else "not met"
     return f"""## 7. Dice
 
-The notation issue's benchmark, `bench/dice.py` (run alone: `.venv/bin/python -m bench.dice`; the suite
-reads the same measurements through `bench.dice.results()`): each formula is rolled with tablerelay's
-engine (`rules.dice.evaluate` with `SecureDice`, producing the total, the evaluated terms and the one-line
-text) and with avrae's `d20.roll` (total, tree and result string) in alternating timed batches
+The notation issue's benchmark, `bench/sections/dice.py` (run alone:
+`.venv/bin/python -m bench.sections.dice`; the suite reads the same measurements through
+`bench.sections.dice.results()`): each formula is rolled with tablerelay's engine (`rules.dice.evaluate`
+with `SecureDice`, producing the total, the evaluated terms and the one-line text) and with avrae's
+`d20.roll` (total, tree and result string) in alternating timed batches
 ({data.get("rounds", "?")} rounds of {data.get("batch_seconds", 0) * 1000:.0f} ms; {method}). System
 intents go through `rules.resolve` and are compared with `d20` rolling the same dice. Machine:
 {data.get("machine", "?")}.

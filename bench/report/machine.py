@@ -66,7 +66,7 @@ load, and the CPU-per-delivery figures (CPU time, not wall time) are the least a
 
 The machines of this kind are not all equally fast, and a section measured again on another day may have
 run on a slower or faster one: "Python speed" is how long a fixed piece of pure Python (300,000 loop
-steps, `bench.machine.python_speed`) took just before the section. Absolute rates scale with it; every
+steps, `bench.tools.machine.python_speed`) took just before the section. Absolute rates scale with it; every
 ratio on this page compares servers measured in the same section, on the same machine ("–": measured
 before this reading existed). It is a snapshot: on some days the machine's speed flips between about 13
 and 22 ms from one second to the next (table of changes), and a section that read fast may still have run

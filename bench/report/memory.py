@@ -64,10 +64,10 @@ def memory_section(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
         trace_text = f"""### Where it goes
 
-A separate relay run under tracemalloc (`bench/relay_traced.py`, {traced["connections"]:,} connections; not
-part of the figure above) counted {t["bytes_per_connection"]:,.0f} bytes of Python allocations per
-connection. RSS adds what tracemalloc does not see: allocator slack and fragmentation, the interpreter's
-free lists, and memory held by C libraries. By file, then by allocating line:
+A separate relay run under tracemalloc (`bench/tools/relay_traced.py`, {traced["connections"]:,} connections;
+not part of the figure above) counted {t["bytes_per_connection"]:,.0f} bytes of Python allocations per
+connection. RSS adds what tracemalloc does not see: allocator slack and fragmentation, the interpreter's free
+lists, and memory held by C libraries. By file, then by allocating line:
 
 {table(["file", "bytes/conn", "blocks/conn"], rows_of("files", 10))}
 

@@ -25,7 +25,8 @@ CHANGES = ROOT / "bench" / "changes.md"  # the record of speed work, written by 
 # The last soak run's section, written by `python -m bench.soak --markdown bench/soak.md` (docs/hardening.md);
 # a soak takes ten minutes, so the suite includes its recorded result rather than running one.
 SOAK = ROOT / "bench" / "soak.md"
-# The last cluster run's section, written by `python -m bench.cluster` (a NATS cluster and its own minutes).
+# The last cluster run's section, written by `python -m bench.sections.cluster` (a NATS cluster and its own
+# minutes).
 CLUSTER = ROOT / "bench" / "cluster.md"
 
 

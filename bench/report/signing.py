@@ -59,8 +59,9 @@ def signing_pairs(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def windows_cpu(windows: list[dict[str, Any]]) -> dict[str, float]:
-    """CPU per acked roll (µs) over ``bench.appends`` windows, medians: the server by part (event loop,
-    other threads, child processes), the server in all, the rollers, both, and the cores they kept busy."""
+    """CPU per acked roll (µs) over ``bench.sections.appends`` windows, medians: the server by part (event
+    loop, other threads, child processes), the server in all, the rollers, both, and the cores they kept
+    busy."""
     parts = sorted({name for w in windows for name in w.get("cpu_us_per_roll_by", {})})
     out = {name: statistics.median(w["cpu_us_per_roll_by"].get(name, 0.0) for w in windows) for name in parts}
     out["server"] = statistics.median(w["cpu_us_per_roll"] for w in windows)

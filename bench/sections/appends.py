@@ -66,7 +66,7 @@ class Rig:
         tag: str = "",
         **start: Any,
     ) -> Rig:
-        """``start`` adds ``servers.start`` arguments (``bench.ab``'s variants: a source tree,
+        """``start`` adds ``servers.start`` arguments (``bench.studies.ab``'s variants: a source tree,
         environment)."""
         name = f"appends-{rooms}x{rollers_per_room}{tag}"
         server = await servers.start("relay", run_dir, calibration, name, signing=signing, **start)

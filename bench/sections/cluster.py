@@ -1,23 +1,24 @@
 """Cluster mode: many tables on two relay nodes over a 3-server NATS JetStream cluster, against one node on
 SQLite in the same run, and the gap in acknowledged rolls when the stream's leader is killed.
 
-    python -m bench.cluster            # writes bench/results/cluster.json, bench/cluster.md and the plot
-    python -m bench.cluster --quick    # smaller, for trying it out
-    python -m bench.cluster --trial 1000 6000 1 [--window 32] [--profile out.txt]
+    python -m bench.sections.cluster          # writes bench/results/cluster.json, bench/cluster.md, the plot
+    python -m bench.sections.cluster --quick  # smaller, for trying it out
+    python -m bench.sections.cluster --trial 1000 6000 1 [--window 32] [--profile out.txt]
                                        # many tables only, printed as JSON (nothing recorded is rewritten);
                                        # --profile adds py-spy samples of node 1 over one more round
 
-Many tables: the shape of bench/tables.py (1,000 rooms of 6 spectator members, rolls to random rooms with a
-fixed window in flight, p99 from a roll's intent to the last member of its room). In the cluster every room
-has members on both nodes (one receiver process per node) and its roller on one of them (rooms alternate),
-so every roll is stored through JetStream and fanned out by both nodes, one of them from the stream.
+Many tables: the shape of bench/sections/tables.py (1,000 rooms of 6 spectator members, rolls to random rooms
+with a fixed window in flight, p99 from a roll's intent to the last member of its room). In the cluster every
+room has members on both nodes (one receiver process per node) and its roller on one of them (rooms
+alternate), so every roll is stored through JetStream and fanned out by both nodes, one of them from the
+stream.
 
 Failover: 16 rollers (one per room, half on each node) roll one at a time, each retrying a roll that failed
 with the same id, as a client does; the NATS server leading the events stream is killed with SIGKILL after
 3 s. The gap is the longest time without any acknowledged roll around the kill.
 
 The suite does not run this by default (it needs its own minutes): ``./scripts/bench --cluster`` (or
-``python -m bench.cluster``) runs it; ``python -m bench.report`` puts bench/cluster.md into
+``python -m bench.sections.cluster``) runs it; ``python -m bench.report`` puts bench/cluster.md into
 docs/benchmarks.md.
 """
 
@@ -436,7 +437,7 @@ def section(results: dict[str, Any]) -> str:
     lines = [
         "## 8. Cluster mode",
         "",
-        f"`python -m bench.cluster`, run {results['when']} UTC (load average 1, 5, 15 min: {load}). "
+        f"`python -m bench.sections.cluster`, run {results['when']} UTC (load average 1, 5, 15 min: {load}). "
         "Everything on this one 2-core machine: 3 `nats-server` processes (JetStream, R3), 2 relay nodes, "
         "the client harness and, for the single node, the same relay on SQLite, both up and taking turns. "
         "A cluster here buys no cores: it measures what JetStream's quorum writes and the second node's "

@@ -1,8 +1,8 @@
 """Dice throughput: tablerelay's rules core against avrae's ``d20`` library, measured in the same run.
 
-Run: ``.venv/bin/python -m bench.dice`` (needs the ``bench`` extra for ``d20``). For each formula it rolls
-ours (``rules.dice.evaluate`` with ``SecureDice``, the CSPRNG: total, terms and the one-line text) and
-d20's ``d20.roll`` with Python's ``random`` (total, tree and its result string) in alternating timed
+Run: ``.venv/bin/python -m bench.sections.dice`` (needs the ``bench`` extra for ``d20``). For each formula
+it rolls ours (``rules.dice.evaluate`` with ``SecureDice``, the CSPRNG: total, terms and the one-line text)
+and d20's ``d20.roll`` with Python's ``random`` (total, tree and its result string) in alternating timed
 batches, and prints the rolls per second of each, their ratio, and the median ratio. System intents
 (``rules.resolve``, whose result is a plain dict with its text) are measured against d20 rolling the same
 dice and writing its result string.

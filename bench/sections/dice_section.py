@@ -1,7 +1,8 @@
-"""The dice figures for docs/benchmarks.md, measured by ``bench.dice`` (the notation issue's benchmark).
+"""The dice figures for docs/benchmarks.md, measured by ``bench.sections.dice`` (the notation issue's
+benchmark).
 
-``bench.dice`` owns the method (alternating timed batches, its formulas and intents) and hands its numbers
-over as data through ``results()``; this is the suite's one place that calls it.
+``bench.sections.dice`` owns the method (alternating timed batches, its formulas and intents) and hands its
+numbers over as data through ``results()``; this is the suite's one place that calls it.
 """
 
 from __future__ import annotations

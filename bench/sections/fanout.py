@@ -172,7 +172,7 @@ async def measure(
     Bursts of ``events`` rolls per room, then (if ``chain_events``) chains of that many rolls, one in
     flight per room. The best of ``repeats`` is kept for each: on a shared machine, interference only
     ever slows a run down. ``profile`` adds py-spy samples of further bursts and chains (not counted).
-    ``start`` adds ``servers.start`` arguments (``bench.ab``'s variants).
+    ``start`` adds ``servers.start`` arguments (``bench.studies.ab``'s variants).
     """
     started = time.monotonic()
     server = await servers.start(
@@ -243,7 +243,8 @@ async def paired(
     """Bursts and chains of several servers (``setups``: name -> ``servers.start`` arguments, ``kind``
     among them, a relay when it is not given), all up at once with their receivers, taking turns: round
     after round each server gets a burst, then each a chain, the order reversed every other round (as
-    ``bench.appends.paired``, for the same reason: two runs seconds apart meet nearly the same machine).
+    ``bench.sections.appends.paired``, for the same reason: two runs seconds apart meet nearly the same
+    machine).
     Every run must deliver every event. Returns each setup's ``bursts`` and ``chains`` in round order."""
     up: dict[str, tuple[Server, Clients, list[Clients]]] = {}
     try:

@@ -1,6 +1,6 @@
 """Growth: fan-out as members per room grow, and as rooms grow at a fixed total of members.
 
-Both are fan-out runs (``bench.fanout.measure``) on other shapes; points the fan-out section already
+Both are fan-out runs (``bench.sections.fanout.measure``) on other shapes; points the fan-out section already
 measured (one room of 100, 1,000, 5,000) are reused rather than measured twice.
 """
 

@@ -98,7 +98,7 @@ async def measure(
 
 
 async def _snapshot(pid: int, out: Path | None) -> dict[str, Any] | None:
-    """Ask bench.relay_traced for a snapshot; the second one writes ``out``."""
+    """Ask bench.tools.relay_traced for a snapshot; the second one writes ``out``."""
     if out is not None and out.exists():
         out.unlink()
     os.kill(pid, signal.SIGUSR1)

@@ -47,7 +47,7 @@ async def run_once(
     per_room: int,
     window: int,
 ) -> dict[str, Any]:
-    # Each receiver process holds the same share of every room's members (bench.harness.split).
+    # Each receiver process holds the same share of every room's members (bench.tools.harness.split).
     parts = len(receivers)
     for i, group in enumerate(receivers):
         share = per_room // parts + (1 if i < per_room % parts else 0)
@@ -143,7 +143,7 @@ async def measure(
 ) -> list[dict[str, Any]]:
     """One row per server kind; both servers stay up and take turns, so load falls on both alike.
 
-    ``options`` adds ``servers.start`` arguments per kind: ``bench.ab`` names relay variants
+    ``options`` adds ``servers.start`` arguments per kind: ``bench.studies.ab`` names relay variants
     ``relay-<name>`` and gives each its source tree and environment.
     """
     started = time.monotonic()

@@ -4,10 +4,10 @@ growth.
     python -m bench.soak                          # 10 minutes, 1,000 clients in 200 rooms
     python -m bench.soak --minutes 2 --clients 200 --rooms 40
 
-It lives in ``bench/`` rather than ``relay/``: its clients choose what to do with Python's ``random``,
-which nothing under ``relay/`` may import. ``soak_run`` drives it, ``soak_client`` is one client's
-behaviour, ``soak_process`` the server process and /proc readings, ``soak_report`` the plot and the
-Markdown section (docs/hardening.md describes the run and its checks)."""
+It lives in ``bench/soak/`` rather than ``relay/``: its clients choose what to do with Python's ``random``,
+which nothing under ``relay/`` may import. ``bench.soak.run`` drives it, ``bench.soak.client`` is one
+client's behaviour, ``bench.soak.process`` the server process and /proc readings, ``bench.soak.report`` the
+plot and the Markdown section (docs/hardening.md describes the run and its checks)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
 """A/B runs of relay variants in one run, taking turns, for measuring a change before keeping it.
 
-    python -m bench.ab --shape tables --rounds 3 base=HEAD new=work
-    python -m bench.ab --shape rooms100 --rounds 4 base=HEAD new=work new+uv=work:TABLERELAY_LOOP=uvloop
-    python -m bench.ab --shape signing --rounds 3 new=work   # each variant signing on, then off
-    python -m bench.ab --shape pairs --rounds 12 new=work    # the same, all up at once, in turns
-    python -m bench.ab --shape fanpairs100 --rounds 10 new=work   # one room of 100, against bare, in turns
+    python -m bench.studies.ab --shape tables --rounds 3 base=HEAD new=work
+    python -m bench.studies.ab --shape rooms100 --rounds 4 base=HEAD new=work \
+        new+uv=work:TABLERELAY_LOOP=uvloop
+    python -m bench.studies.ab --shape signing --rounds 3 new=work   # each variant signing on, then off
+    python -m bench.studies.ab --shape pairs --rounds 12 new=work    # the same, all up at once, in turns
+    python -m bench.studies.ab --shape fanpairs100 --rounds 10 new=work
+                                                 # one room of 100, against bare, in turns
 
 A variant is ``NAME=TREE[:VAR=VALUE,...]``: ``TREE`` is ``work`` (this working tree), a folder holding
 ``relay/`` and ``rules/``, or a git revision, whose ``relay/`` and ``rules/`` are exported to a temporary
@@ -297,7 +299,7 @@ async def run_fan_pairs(variants: list[Variant], run_dir: Path, rounds: int, mem
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.ab", description=__doc__.split("\n")[0])
     shapes = (
         "tables",
         "rooms100",

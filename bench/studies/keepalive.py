@@ -1,6 +1,6 @@
 """Keepalive pings: relay.shell.keepalive's one timer against websockets' task per socket, in one run.
 
-    python -m bench.keepalive [--sockets 3000] [--interval 2] [--seconds 10]
+    python -m bench.studies.keepalive [--sockets 3000] [--interval 2] [--seconds 10]
 
 A server process (uvloop) holds idle sockets opened by a client process and pings each every
 ``interval`` seconds, with websockets' own keepalive, with relay.shell.keepalive, and with none (the
@@ -95,7 +95,9 @@ def measure(mode: str, sockets: int, interval: float, seconds: float) -> tuple[f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.keepalive", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.studies.keepalive", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--sockets", type=int, default=3000)
     parser.add_argument("--interval", type=float, default=2.0)
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -1,8 +1,8 @@
 """The cluster's event log alone: this process's CPU per append through ``relay.storage.nats.NatsLog``,
 against the same file at another git revision, taking turns in one run.
 
-    python -m bench.nats_log                  # this working tree against HEAD, 4 rounds
-    python -m bench.nats_log --against REV --rounds 6
+    python -m bench.studies.nats_log                  # this working tree against HEAD, 4 rounds
+    python -m bench.studies.nats_log --against REV --rounds 6
 
 A 3-server JetStream cluster on loopback (as the cluster tests start it); in each turn one ``NatsLog``
 appends to 200 rooms at once, one append in flight per room, 25 each, while a second one follows every room

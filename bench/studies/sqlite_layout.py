@@ -2,7 +2,7 @@
 before) against rows by arrival with a unique (room, seq) index (``relay.storage.sqlite.EVENTS``), taking
 turns.
 
-    python -m bench.sqlite_layout [--rooms 1000] [--events 20] [--rounds 2]
+    python -m bench.studies.sqlite_layout [--rooms 1000] [--events 20] [--rounds 2]
 
 Each turn fills a fresh file (WAL, synchronous = normal, as the server runs it) with ``--events`` events of
 600 bytes in each of ``--rooms`` rooms, then times 1,000 transactions of 30 appends to rooms drawn at random

@@ -153,8 +153,8 @@ def summarise(path: Path, top: int = TOP) -> dict[str, Any]:
         "threads": shares(threads),
         "layers": shares(layers),
         "functions": shares(functions, top),
-        # Every function, not the top few: the page reads named parts out of it (bench.report.TABLES_PARTS)
-        # whatever their rank, and shows the first ``top`` itself.
+        # Every function, not the top few: the page reads named parts out of it
+        # (bench.report.tables.TABLES_PARTS) whatever their rank, and shows the first ``top`` itself.
         "inclusive": shares(inclusive),
     }
 

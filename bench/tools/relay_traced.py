@@ -5,7 +5,7 @@ The first SIGUSR1 takes a baseline snapshot; the second writes, to ``$BENCH_TRAC
 allocation lines and the files whose traced size grew most since the baseline. The relay
 itself is unchanged: this only wraps its command line.
 
-    python -m bench.relay_traced serve --port 0 --data DIR
+    python -m bench.tools.relay_traced serve --port 0 --data DIR
 """
 
 from __future__ import annotations

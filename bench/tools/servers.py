@@ -147,8 +147,8 @@ async def start(
 
     ``signing=False`` starts the relay with event signing off (``TABLERELAY_SIGNING=off``), only so the
     signing section can measure what signing costs. ``source`` (relay only) runs the relay and rules code
-    of another tree (an export of an earlier commit, for ``bench.ab``); ``extra_env`` adds variables to
-    its environment.
+    of another tree (an export of an earlier commit, for ``bench.studies.ab``); ``extra_env`` adds variables
+    to its environment.
     """
     log = run_dir / f"{tag}-{kind}.log"
     if kind == "relay":
