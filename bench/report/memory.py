@@ -93,22 +93,29 @@ after the last connection opened.
     return text, goals
 
 
+#: Where decoding log records was traced: today's folder and the one recorded runs name.
+STORAGE = ("relay/storage/", "relay/log/")
+#: Where rendering for an audience was traced: today's path and the one recorded runs name.
+VISIBILITY = ("relay/core/visibility.py", "relay/visibility.py")
 HISTORY_RETAINED = 8 * 1024  # bytes per connection from decoded log records: the welcome is being kept
 
 
 def retained_history(trace: dict[str, Any] | None) -> float:
-    """Bytes per idle connection allocated by decoding log records (relay/log), per the traced run."""
+    """Bytes per idle connection allocated by decoding log records (relay/storage, relay/log before it), per
+    the traced run."""
     if not trace:
         return 0.0
     held: float = sum(
-        f["bytes_per_connection"] for f in trace.get("files", []) if f["where"].startswith("relay/log/")
+        f["bytes_per_connection"]
+        for f in trace.get("files", [])
+        if f["where"].startswith(("relay/storage/", "relay/log/"))
     )
     return held
 
 
 def _memory_reading(t: dict[str, Any], traced: dict[str, Any]) -> str:
     held = retained_history(t)
-    visible = sum(f["bytes_per_connection"] for f in t["files"] if f["where"] == "relay/core/visibility.py")
+    visible = sum(f["bytes_per_connection"] for f in t["files"] if f["where"] in VISIBILITY)
     lines = []
     if held >= HISTORY_RETAINED:
         lines.append(

@@ -8,11 +8,12 @@ from typing import Any
 
 from bench.report.common import COLORS, GOAL_TABLES_BARE, LABELS, find, n0, profile_block, pyplot, table
 
-#: The parts of a small table's roll the page names, by the function whose inclusive share measures each.
+#: The parts of a small table's roll the page names, by the function whose inclusive share measures each
+#: (by name alone: a profile names it with the file it was in when it was recorded).
 TABLES_PARTS = {
-    "the socket writes": "SocketSink.write (relay/shell/server.py)",
-    "the SQLite commit": "SqliteLog._hand_over (relay/storage/sqlite.py)",
-    "reading, checking, resolving": "Relay._handle_frame (relay/shell/server.py)",
+    "the socket writes": "SocketSink.write",
+    "the SQLite commit": "SqliteLog._hand_over",
+    "reading, checking, resolving": "Relay._handle_frame",
 }
 TABLES_REST = "the rest: signing, ack, fan-out, framing, loop"
 TABLES_CHILD = "nonces (child process)"
@@ -22,7 +23,8 @@ def tables_split(relay: dict[str, Any] | None, profile: dict[str, Any] | None) -
     """The relay's CPU per roll in the many-tables runs by what it was spent on (µs): ``TABLES_PARTS`` from
     the profile's inclusive shares of the server process, the rest of it, and the child's own figure;
     None without a profile."""
-    inclusive = dict((profile or {}).get("inclusive") or [])
+    # "Qualified.name (path/to/file.py)" -> its share, by the name.
+    inclusive = {key.split(" (")[0]: share for key, share in (profile or {}).get("inclusive") or []}
     split = (relay or {}).get("cpu_us_per_roll_by") or {}
     in_process = sum(us for name, us in split.items() if name != "child processes")
     shares = {name: inclusive.get(function) for name, function in TABLES_PARTS.items()}
