@@ -8,12 +8,12 @@ from typing import Any
 
 from bench.report.common import COLORS, GOAL_TABLES_BARE, LABELS, find, n0, profile_block, pyplot, table
 
-#: The parts of a small table's roll the page names, by the function whose inclusive share measures each
-#: (by name alone: a profile names it with the file it was in when it was recorded).
+#: The parts of a small table's roll the page names, by the function whose inclusive share measures each.
+#: Looked up by name alone: a profile names each with the file it was in when it was recorded.
 TABLES_PARTS = {
-    "the socket writes": "SocketSink.write",
-    "the SQLite commit": "SqliteLog._hand_over",
-    "reading, checking, resolving": "Relay._handle_frame",
+    "the socket writes": "SocketSink.write (relay/shell/connection.py)",
+    "the SQLite commit": "SqliteLog._hand_over (relay/storage/sqlite.py)",
+    "reading, checking, resolving": "Relay._handle_frame (relay/shell/server.py)",
 }
 TABLES_REST = "the rest: signing, ack, fan-out, framing, loop"
 TABLES_CHILD = "nonces (child process)"
@@ -27,7 +27,7 @@ def tables_split(relay: dict[str, Any] | None, profile: dict[str, Any] | None) -
     inclusive = {key.split(" (")[0]: share for key, share in (profile or {}).get("inclusive") or []}
     split = (relay or {}).get("cpu_us_per_roll_by") or {}
     in_process = sum(us for name, us in split.items() if name != "child processes")
-    shares = {name: inclusive.get(function) for name, function in TABLES_PARTS.items()}
+    shares = {name: inclusive.get(function.split(" (")[0]) for name, function in TABLES_PARTS.items()}
     if not in_process or any(share is None for share in shares.values()):
         return None
     parts = {name: (share or 0.0) * in_process / 100 for name, share in shares.items()}
