@@ -23,7 +23,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.cluster.natsd import NatsCluster, running_cluster
-from tests.e2e.conftest import Room, Server, clients, room, server_env  # noqa: F401 (fixtures)
+from tests.e2e.conftest import clients, room  # noqa: F401 (fixtures)
+from tests.e2e.servers import Room, Server, server_env
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -14,7 +14,8 @@ from relay.storage.nats import STREAM, NatsLog
 from relay.trust import signing
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster, running_cluster
-from tests.e2e.conftest import Client, Room, without_sig
+from tests.e2e.servers import Room
+from tests.e2e.wire import Client, without_sig
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 SPEND = {"t": "resource", "name": "fear", "op": "spend", "n": 1}
@@ -273,7 +274,7 @@ async def test_a_node_without_the_shared_keys_refuses_to_start(nats: NatsCluster
     import subprocess
 
     from tests.console import tablerelay_bin
-    from tests.e2e.conftest import server_env
+    from tests.e2e.servers import server_env
 
     env = server_env("s" * 32, {"TABLERELAY_STORE": nats.store})
     proc = await asyncio.to_thread(

@@ -12,7 +12,7 @@ from typing import Any
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.cluster.test_cluster import stored
-from tests.e2e.conftest import Client
+from tests.e2e.wire import Client
 
 #: Seconds a dead node's members may stay listed: its heartbeat key expires after 4 s, the janitor looks
 #: every second, and this machine is shared.

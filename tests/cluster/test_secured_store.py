@@ -18,7 +18,7 @@ from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsauth import Operator, Tls, make_operator, make_tls
 from tests.cluster.natsd import NatsServer, free_port
 from tests.console import serve_refusal
-from tests.e2e.conftest import Server, server_env
+from tests.e2e.servers import Server, server_env
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 

@@ -14,7 +14,7 @@ from relay.storage.nats import STREAM, NatsLog, subject
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin
-from tests.e2e.conftest import arunning_server
+from tests.e2e.servers import arunning_server
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 

@@ -17,7 +17,7 @@ from relay.storage.nats import STREAM, BucketUnsettled, NatsLog, StoreError, ens
 from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsd import NatsServer, free_port
 from tests.console import serve_refusal, tablerelay_bin
-from tests.e2e.conftest import server_env
+from tests.e2e.servers import server_env
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from tests.console import tablerelay_bin
-
-from .conftest import Client, Server, assert_sentence, server_env
+from tests.e2e.servers import Server, server_env
+from tests.e2e.wire import Client, assert_sentence
 
 
 async def refused_with(url: str, token: str, **kwargs: Any) -> tuple[int, str]:

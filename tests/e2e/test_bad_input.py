@@ -10,7 +10,8 @@ from typing import Any
 import jwt
 import pytest
 
-from .conftest import Client, Refused, Room, Server, assert_sentence, pack
+from tests.e2e.servers import Room, Server
+from tests.e2e.wire import Client, Refused, assert_sentence, pack
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Client, Room, Server, caught_up, fold_resources
+from tests.e2e.servers import Room, Server
+from tests.e2e.wire import Client, caught_up, fold_resources
 
 DUALITY = {"system": "daggerheart.duality", "modifier": 1, "difficulty": 12}
 ATTACK = {

@@ -7,7 +7,8 @@ import json
 import re
 from typing import Any
 
-from .conftest import Client, Room, Server, pack, parse_log_line
+from tests.e2e.servers import Room, Server, parse_log_line
+from tests.e2e.wire import Client, pack
 
 POWER = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from relay.trust.signing import verify
-from tests.e2e.conftest import Client, Refused, Room, Server, caught_up
+from tests.e2e.servers import Room, Server
+from tests.e2e.wire import Client, Refused, caught_up
 
 pytestmark = pytest.mark.asyncio
 

@@ -7,8 +7,8 @@ import secrets
 from typing import Any
 
 from relay.trust import signing
-
-from .conftest import VISIBILITIES, Client, Room, Server, assert_full, assert_sealed, without_sig
+from tests.e2e.servers import Room, Server
+from tests.e2e.wire import VISIBILITIES, Client, assert_full, assert_sealed, without_sig
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
 

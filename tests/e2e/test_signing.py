@@ -18,8 +18,8 @@ import pytest
 from relay.trust import signing
 from tests import spec_signing
 from tests.console import serve_refusal, tablerelay_bin
-
-from .conftest import Client, Room, Server, server_env
+from tests.e2e.servers import Room, Server, server_env
+from tests.e2e.wire import Client
 
 POWER = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
 DUALITY = {"system": "daggerheart.duality", "modifier": 1}

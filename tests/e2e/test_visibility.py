@@ -16,18 +16,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
-    VISIBILITIES,
-    Client,
-    Room,
-    Server,
-    assert_full,
-    assert_sealed,
-    pack,
-    parse_log_line,
-    sees_full,
-    unpack,
-)
+from tests.e2e.servers import Room, Server, parse_log_line
+from tests.e2e.wire import VISIBILITIES, Client, assert_full, assert_sealed, pack, sees_full, unpack
 
 POWER = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
 

@@ -16,7 +16,8 @@ from typing import Any
 import msgpack
 
 from tests.console import run_cli, tablerelay_bin
-from tests.e2e.conftest import Client, Server, assert_sentence
+from tests.e2e.servers import Server
+from tests.e2e.wire import Client, assert_sentence
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 

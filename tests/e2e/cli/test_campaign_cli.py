@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.console import tablerelay_bin
-from tests.e2e.conftest import Client, Room, Server
+from tests.e2e.servers import Room, Server
+from tests.e2e.wire import Client
 
 pytestmark = pytest.mark.asyncio
 

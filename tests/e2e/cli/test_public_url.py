@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.console import run_cli
-from tests.e2e.conftest import Server, parse_log_line
+from tests.e2e.servers import Server, parse_log_line
 
 
 def links(data: Path, *flags: str) -> dict[str, str]:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.e2e.conftest import Client, Server, fold_resources
+from tests.e2e.servers import Server
+from tests.e2e.wire import Client, fold_resources
 
 DUALITY = {"system": "daggerheart.duality", "modifier": 0}
 POWER = {"system": "drawsteel.power", "characteristic": 2}

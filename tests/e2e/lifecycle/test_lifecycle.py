@@ -8,7 +8,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from tests.e2e.conftest import Client, Server
+from tests.e2e.servers import Server
+from tests.e2e.wire import Client
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 

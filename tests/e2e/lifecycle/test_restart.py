@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from tests.e2e.conftest import Client, Server, assert_sentence
+from tests.e2e.servers import Server
+from tests.e2e.wire import Client, assert_sentence
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 DRAIN_BOUND = 20.0  # seconds: limits.drain_timeout's default

@@ -11,7 +11,8 @@ from typing import Any
 
 import msgpack
 
-from tests.e2e.conftest import Server, assert_full, assert_sealed, parse_log_line
+from tests.e2e.servers import Server, parse_log_line
+from tests.e2e.wire import assert_full, assert_sealed
 
 POWER = {"system": "drawsteel.power", "characteristic": 2}
 

@@ -15,7 +15,7 @@ import pytest
 from relay.storage.sqlite import SqliteLog
 from relay.storage.sqlite_writer import WriterGone, WriterUnusable
 from tests.console import serve_refusal
-from tests.e2e.conftest import server_env
+from tests.e2e.servers import server_env
 from tests.relay.storage.test_sqlite_log import ev
 
 
