@@ -34,7 +34,7 @@ from relay.ops.console import command_config, fail
 from relay.settings.config import ConfigError
 from relay.shell import public
 from relay.storage import stores
-from relay.storage.sqlite import decode_record
+from relay.storage.codec import decode_record
 
 SUFFIXES = ("-wal", "-shm")
 

@@ -9,10 +9,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from relay.core.info import RoomInfo
 from relay.settings import logs
 from relay.settings.config import Config, ConfigError
-from relay.storage.base import EventLog, Record, RoomInfo
-from relay.storage.sqlite import SqliteLog, check_on_loop
+from relay.storage.base import EventLog, Record
+from relay.storage.sqlite import SqliteLog
+from relay.storage.sqlite_db import check_on_loop
 from relay.storage.sqlite_writer import WriterUnusable
 
 SQLITE = "sqlite"
@@ -39,7 +41,7 @@ def check(config: Config) -> None:
             raise ConfigError(f"{exc}.") from exc
     if not is_cluster(config):
         return
-    from relay.storage.nats import StoreError, servers
+    from relay.storage.nats_connect import StoreError, servers
 
     try:
         servers(config.store)
@@ -128,7 +130,8 @@ async def open_log(config: Config, *, follow: bool = True) -> EventLog:
             except WriterUnusable as exc:
                 raise StoreUnusable(str(exc)) from exc
         return SqliteLog(config.db_path, synchronous=config.synchronous, on_loop=commits_on_loop(config))
-    from relay.storage.nats import NatsLog, StoreError
+    from relay.storage.nats import NatsLog
+    from relay.storage.nats_connect import StoreError
 
     try:
         return await NatsLog.connect(

@@ -11,18 +11,11 @@ import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
 
-from relay.storage.base import Conflict, RoomInfo, RoomLimitReached
-from relay.storage.nats import (
-    ACK_SWEEP,
-    APPEND_DEADLINE,
-    PUBLISH_TIMEOUT,
-    STREAM,
-    WRONG_LAST_SEQUENCE,
-    NatsLog,
-    encode_message,
-    stream_seq_of,
-    subject,
-)
+from relay.core.info import RoomInfo
+from relay.storage.base import Conflict, RoomLimitReached
+from relay.storage.nats import APPEND_DEADLINE, WRONG_LAST_SEQUENCE, NatsLog
+from relay.storage.nats_acks import ACK_SWEEP
+from relay.storage.nats_stream import PUBLISH_TIMEOUT, STREAM, encode_message, stream_seq_of, subject
 from tests.cluster.natsd import NatsCluster
 
 
@@ -183,7 +176,7 @@ async def test_a_publish_whose_puback_is_late_is_sent_again_and_stored_once(nats
             for server in others:
                 server.resume()
         assert await asyncio.wait_for(pending, APPEND_DEADLINE) == 3
-        assert next(log._ack_tokens) > 3, "the late publish was sent again (its first PubAck never counted)"
+        assert next(log._acks.tokens) > 3, "the late publish was sent again (its first PubAck never counted)"
         assert [r["seq"] for r in await log.read(room.id, 0, 100)] == [1, 2, 3], "stored once"
     finally:
         await log.close()

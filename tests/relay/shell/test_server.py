@@ -24,8 +24,8 @@ from relay.settings import logs
 from relay.settings.config import Config, Limits
 from relay.shell.serve import run
 from relay.shell.server import Relay
-from relay.storage.sqlite import connect as db_connect
-from relay.storage.sqlite import create_room_sync
+from relay.storage.sqlite_db import connect as db_connect
+from relay.storage.sqlite_db import create_room_sync
 from relay.trust import tokens
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
