@@ -36,6 +36,8 @@ ROOMS = 200
 PER_ROOM = 25
 # Where the log's file is, newest first: relay/log/nats.py moved to relay/storage/nats.py in c855932.
 PATHS = ("relay/storage/nats.py", "relay/log/nats.py")
+CODEC_BEFORE = b"from relay.storage.sqlite import decode_record, encode_record"
+CODEC = b"from relay.storage.codec import decode_record, encode_record"
 
 
 def record(seq: int) -> dict[str, Any]:
@@ -71,7 +73,8 @@ def source_at(revision: str) -> bytes:
     for where in PATHS:
         shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{where}"], capture_output=True)
         if shown.returncode == 0:
-            return shown.stdout
+            # Before relay.storage.codec, the log took the record codec from the SQLite log's module.
+            return shown.stdout.replace(CODEC_BEFORE, CODEC)
     raise SystemExit(f"bench.studies.nats_log: {revision} has none of {', '.join(PATHS)}")
 
 
