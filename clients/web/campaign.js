@@ -1,7 +1,7 @@
 // /table, campaign management: the player's "this is me" link, and the GM's panel (rename, merge, remove,
 // invite links and their rotation, export download, archive). Everything here goes through the GM's
 // own connection and token; the server checks the role again for every request (docs/campaigns.md).
-import { h } from "./feed.js";
+import { h } from "./dom.js";
 
 const ROLE = { gm: "GM", player: "Player" };
 

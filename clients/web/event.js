@@ -3,7 +3,7 @@
 // browser already has for the room (from /watch or /table), or a token pasted into it, and shows the event
 // exactly as that token's audience receives it (a hidden roll stays sealed).
 import { TableRelay } from "../js/tablerelay.js";
-import { Feed } from "./feed.js";
+import { Feed } from "./feed-render.js";
 
 const match = /\/events\/([A-Za-z0-9_-]{1,64})\/(\d{1,12})\/?$/.exec(location.pathname);
 const verdict = document.getElementById("verdict");

@@ -1,6 +1,8 @@
 // /table: the GM and player page. The same feed as /watch, plus a roll form for every system, reveal
 // buttons for sealed rolls this user may open, and Fear/Hope controls. The token rides in the fragment.
-import { Feed, bindPage, connectFromPage, h, hasSession, showStatus, FEAR_MAX, HOPE_MAX } from "./feed.js";
+import { h } from "./dom.js";
+import { bindPage, connectFromPage, hasSession, showStatus } from "./feed.js";
+import { FEAR_MAX, Feed, HOPE_MAX } from "./feed-render.js";
 import { SYSTEM_FORMS, parseInteger } from "./systems.js";
 import { bindCampaign, bindThisIsMe, isPersonal } from "./campaign.js";
 

@@ -2,7 +2,9 @@
 // request line or a log. Options: ?overlay=1 (transparent stream overlay), ?limit=N (cards kept), ?name=.
 // In overlay mode (an OBS browser source): ?last=N rolls shown large [3], ?fear=0 and ?hope=0 hide those
 // trackers (both: no tracker panel at all).
-import { Feed, bindPage, connectFromPage, h, showStatus } from "./feed.js";
+import { h } from "./dom.js";
+import { bindPage, connectFromPage, showStatus } from "./feed.js";
+import { Feed } from "./feed-render.js";
 
 const params = new URLSearchParams(location.search);
 const overlay = params.get("overlay") === "1";

@@ -7,7 +7,8 @@ sources, the thin JS client and the MessagePack module it imports, so nothing bu
 - ``module.json`` with this relay's version and its absolute ``manifest`` and ``download`` addresses;
 - ``scripts/``, ``styles/`` as they are in ``clients/foundry``, except that ``scripts/client.mjs``, which in
   the repository re-exports ``clients/js/tablerelay.js``, re-exports the copy in ``lib/``;
-- ``lib/tablerelay.mjs``: the JS client, importing ``./msgpack/index.mjs`` and ``./noble-ed25519/index.js``
+- ``lib/tablerelay.mjs``: the JS client's entry, and its parts beside it as the client serves them
+  (``lib/src/*.js``), importing ``lib/msgpack/index.mjs`` and ``lib/noble-ed25519/index.js`` by relative paths
   instead of the bare ``@msgpack/msgpack`` and ``@noble/ed25519``;
 - ``lib/msgpack/``: @msgpack/msgpack's ES module build; ``lib/noble-ed25519/``: @noble/ed25519's module.
 """
@@ -32,11 +33,13 @@ ZIP_PATH = "/foundry/tablerelay.zip"
 SHIPPED = ("module.json", "scripts/", "styles/", "lang/", "templates/")
 #: How the module's ``scripts/client.mjs`` reaches the JS client in the repository (in the zip: lib/).
 REPOSITORY_CLIENT = '"../../js/tablerelay.js"'
+#: The JS client's entry: lib/tablerelay.mjs in the zip, where its other files keep their paths under lib/.
+CLIENT_ENTRY = "tablerelay.js"
 #: The JS client's bare imports and what they become in the zip (a browser resolves no bare name without an
-#: import map, and Foundry has none).
+#: import map, and Foundry has none): ``{up}`` is the way from the importing file up to lib/.
 CLIENT_IMPORTS = {
-    'from "@msgpack/msgpack"': 'from "./msgpack/index.mjs"',
-    'import("@noble/ed25519")': 'import("./noble-ed25519/index.js")',
+    'from "@msgpack/msgpack"': 'from "{up}msgpack/index.mjs"',
+    'import("@noble/ed25519")': 'import("{up}noble-ed25519/index.js")',
 }
 #: A fixed time for every zip entry, so the same sources always make the same bytes.
 EPOCH = (2024, 1, 1, 0, 0, 0)
@@ -44,10 +47,10 @@ EPOCH = (2024, 1, 1, 0, 0, 0)
 
 @dataclass(frozen=True)
 class Sources:
-    """The module's parts: its own served files, the JS client file and the ES modules it imports."""
+    """The module's parts: its own served files, the JS client's files and the ES modules it imports."""
 
     module: list[tuple[str, Traversable]]
-    client: Traversable
+    client: list[tuple[str, Traversable]]  # the JS client's served modules, by path inside clients/js
     msgpack: Traversable
     noble: Traversable  # @noble/ed25519, imported by the client only where WebCrypto lacks Ed25519
 
@@ -57,7 +60,7 @@ def installed_sources() -> Sources:
     relay.shell.http.assets)."""
     return Sources(
         module=list(assets.client_paths("foundry")),
-        client=assets.client_files("js").joinpath("tablerelay.js"),
+        client=[(path, file) for path, file in assets.client_paths("js") if path.endswith(".js")],
         msgpack=assets.client_files(assets.VENDOR).joinpath("msgpack"),
         noble=assets.client_files(assets.VENDOR).joinpath("noble-ed25519"),
     )
@@ -99,6 +102,26 @@ def _files(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Travers
             yield f"{prefix}{entry.name}", entry
 
 
+def _client_entries(client: list[tuple[str, Traversable]]) -> dict[str, bytes]:
+    """The JS client's files as the zip holds them, under lib/, each bare import made a relative path."""
+    entries: dict[str, bytes] = {}
+    rewritten: set[str] = set()
+    for relative, file in client:
+        text = file.read_bytes().decode()
+        up = "../" * relative.count("/") or "./"
+        for bare, target in CLIENT_IMPORTS.items():
+            if bare in text:
+                rewritten.add(bare)
+                text = text.replace(bare, target.format(up=up))
+        entries["lib/tablerelay.mjs" if relative == CLIENT_ENTRY else f"lib/{relative}"] = text.encode()
+    if "lib/tablerelay.mjs" not in entries:
+        raise FoundryPackageError(f"The JS client's {CLIENT_ENTRY} is missing: the Foundry zip needs it.")
+    for bare in CLIENT_IMPORTS:
+        if bare not in rewritten:
+            raise FoundryPackageError(f"The JS client no longer has {bare} as the Foundry zip expects.")
+    return entries
+
+
 def package(sources: Sources, base_url: str) -> bytes:
     """The module's zip, as Foundry installs it (module.json at its root)."""
     if not sources.msgpack.is_dir():
@@ -106,14 +129,9 @@ def package(sources: Sources, base_url: str) -> bytes:
             "The MessagePack module for the Foundry zip is missing; install the JS client's packages "
             "(npm ci in clients/js) or install tablerelay from its wheel."
         )
-    client = sources.client.read_bytes().decode()
-    for bare, relative in CLIENT_IMPORTS.items():
-        if bare not in client:
-            raise FoundryPackageError(f"The JS client no longer has {bare} as the Foundry zip expects.")
-        client = client.replace(bare, relative)
     entries: dict[str, bytes] = {
         "module.json": json.dumps(manifest(sources, base_url), indent=2).encode() + b"\n",
-        "lib/tablerelay.mjs": client.encode(),
+        **_client_entries(sources.client),
     }
     module = dict(sources.module)
     if "scripts/client.mjs" not in module:

@@ -15,7 +15,9 @@ from relay.shell.http import assets
 
 def test_a_checkout_serves_exactly_the_declared_files_of_each_client() -> None:
     js = [relative for relative, _ in assets.client_paths("js")]
-    assert js == ["tablerelay.d.ts", "tablerelay.js"], "not its tests, package files or node_modules"
+    parts = ["src/client.js", "src/connection.js", "src/protocol.js", "src/signing.js", "src/state.js"]
+    parts.append("src/verification.js")
+    assert js == [*parts, "tablerelay.d.ts", "tablerelay.js"], "not its tests, package files or node_modules"
     web = dict(assets.client_paths("web"))
     assert {"watch.html", "table.html", "feed.js", "tablerelay.css"} <= set(web)
     assert "<html" in web["watch.html"].read_text(encoding="utf-8").lower()

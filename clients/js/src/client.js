@@ -1,0 +1,298 @@
+// The client itself: `TableRelay`, a connection to one room (connection.js) that checks and delivers the
+// events it receives, in seq order and each once, keeps the room's state from them (state.js), and offers the
+// requests (roll, reveal, Fear and Hope, campaign management) as promises.
+
+import { RelayConnection } from "./connection.js";
+import { TableRelayError, decodeMsgpack } from "./protocol.js";
+import { STATE_KINDS, applyToState, welcomeState } from "./state.js";
+import { checkReveal, importKeys, verifyEvent } from "./verification.js";
+
+const FATAL_ERROR_CODES = new Set(["unauthorized", "forbidden", "not_found"]);
+const RECENT_EVENTS = 1000; // events kept so acks (also retried ones) can resolve to their event
+const RATE_LIMIT_RETRIES = 3; // a request refused as rate_limited is sent again after 0.5 s, 1 s, 2 s
+
+/**
+ * A connection to one room of a tablerelay server. Reconnects by itself and resumes from the last event
+ * it saw, so listeners receive every event exactly once, in seq order.
+ */
+export class TableRelay extends RelayConnection {
+  /**
+   * @param {string | string[]} url the server's WebSocket address, e.g. "wss://relay.example/ws", or the
+   *   addresses of several relay nodes of one cluster: each reconnect tries the next one (spec/cluster.md)
+   * @param {string} token a room token (GM, player invite, spectator, or a session token)
+   * @param {import("../tablerelay.d.ts").TableRelayOptions} [options]
+   */
+  constructor(url, token, options = {}) {
+    super(url, token, options);
+    this._verify = options.verify !== false;
+    // Keys to trust instead of the ones the server announces in its welcome (pinned, e.g. fetched once
+    // from /.well-known/tablerelay-keys.json of the server you mean).
+    this._pinnedKeys = options.keys ?? null;
+    this._keyTable = null;
+    /** The server's published keys, from the last welcome (a JWK list). */
+    this.keys = [];
+
+    this.room = null;
+    this.you = null;
+    /** The room's state, kept current from welcomes and resource/join/leave events. */
+    this.state = { fear: 0, hope: {}, members: [] };
+    this._chain = Promise.resolve();
+    this._recent = new Map(); // seq -> event, the last RECENT_EVENTS events
+    this._commitments = new Map(); // seq of a sealed roll -> its commitment
+  }
+
+  // ---- receiving ----------------------------------------------------------------------------------------
+
+  _receive(data) {
+    let frame;
+    try {
+      if (typeof data === "string") throw new Error("a text frame");
+      frame = decodeMsgpack(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
+      if (frame === null || typeof frame !== "object" || typeof frame.t !== "string") {
+        throw new Error("a frame that is not a map with a type");
+      }
+    } catch (err) {
+      this._emit("error", new TableRelayError("bad_frame", `The server sent ${err.message}.`));
+      return;
+    }
+    // Reveal checks are async (WebCrypto); chaining keeps delivery in arrival (= seq) order.
+    this._chain = this._chain
+      .then(() => this._handle(frame))
+      .catch((err) => this._emit("error", err instanceof TableRelayError ? err : new TableRelayError("internal", String(err?.message ?? err))));
+  }
+
+  async _handle(frame) {
+    if (this.status === "closed") return;
+    switch (frame.t) {
+      case "welcome":
+        return this._onWelcome(frame);
+      case "event":
+        return this._onEvent(frame, { replay: false });
+      case "ack":
+        return this._onAck(frame);
+      case "pong":
+        return this._settle(frame.id, (request) => request.resolve(Date.now() - request.sentAt));
+      case "invites":
+        return this._settle(frame.id, (request) => request.resolve(frame));
+      case "error":
+        return this._onError(frame);
+      default:
+        return undefined; // newer server, newer frame: ignore what we do not know
+    }
+  }
+
+  async _onWelcome(frame) {
+    const fresh = !(frame.recovered === true && this.epoch !== null && frame.epoch === this.epoch);
+    this.room = frame.room;
+    this.you = frame.you;
+    this.keys = Array.isArray(frame.keys) ? frame.keys : [];
+    if (this._verify) {
+      // Imported once per welcome; verifyEvent explains any failure per event.
+      this._keyTable = await importKeys(this._pinnedKeys ?? this.keys).catch(() => this._pinnedKeys ?? this.keys);
+    }
+    if (frame.session) this.session = frame.session;
+    this._welcomed = true;
+    this._welcomedOnSocket = true;
+    this._attempt = 0;
+    if (fresh) {
+      // A first welcome, or a resume the server could not fill: start over from its state and history.
+      this.epoch = frame.epoch;
+      this._recent.clear();
+      this._commitments.clear();
+      this.state = welcomeState(frame);
+      this.seq = 0;
+    }
+    this._setStatus("open");
+    this._emit("welcome", frame, { fresh });
+    for (const event of frame.history ?? []) {
+      // The welcome's state already includes a fresh history's effects; a resume gap is news.
+      await this._onEvent(event, { replay: fresh });
+    }
+    if (this.status === "closed" || !this._welcomedOnSocket) return; // a gap in the history: resuming
+    this.seq = Math.max(this.seq, frame.seq ?? 0);
+    // Acked before a fresh start and not in its history: the event is stored, but we will never see it.
+    for (const [seq, list] of this._awaitingEvent) {
+      if (seq > this.seq) continue;
+      this._awaitingEvent.delete(seq);
+      for (const request of list) request.resolve(this._recent.get(seq) ?? { seq });
+    }
+    // The welcome's state is the room as of its seq, whatever the history held.
+    this.state = welcomeState(frame);
+    if (frame.archived === true) this.state.archived = true;
+    this._emit("state", this.state);
+    this._startHeartbeat();
+    this._flush();
+    this._resolveReady?.(frame);
+    this._resolveReady = null;
+    this._rejectReady = null;
+  }
+
+  async _onEvent(event, info) {
+    if (typeof event.seq !== "number") return;
+    if (event.seq <= this.seq) return; // already delivered (a resend or an overlapping resume)
+    if (!info.replay && this._welcomedOnSocket && event.seq !== this.seq + 1 && this.seq !== 0) {
+      // A hole in the stream: resume from the last seq we have instead of delivering out of order.
+      this._emit("error", new TableRelayError("gap", `Expected event ${this.seq + 1}, got ${event.seq}; resuming.`));
+      this.reconnectNow();
+      return;
+    }
+    // Sealed placeholders carry the commitment, and so do hidden rolls sent in full to their audience.
+    if (event.kind === "roll" && typeof event.commitment === "string") {
+      this._commitments.set(event.seq, event.commitment);
+    }
+    if (this._verify) {
+      // Before anything is added to the event: the signature covers the event as the server sent it.
+      const outcome = await verifyEvent(event, this.room?.id, this._keyTable ?? new Map());
+      event.verified = outcome.verified;
+      if (!outcome.verified) event.verifyError = outcome.reason;
+    }
+    if (event.kind === "reveal") await this._checkReveal(event);
+    this.seq = event.seq;
+    this._remember(event);
+    if (!info.replay) this._applyToState(event);
+    this._emit(event.kind, event, info);
+    this._emit("event", event, info);
+    if (!info.replay && STATE_KINDS.has(event.kind)) {
+      this._emit("state", this.state);
+    }
+    const waiting = this._awaitingEvent.get(event.seq);
+    if (waiting) {
+      this._awaitingEvent.delete(event.seq);
+      for (const request of waiting) request.resolve(event);
+    }
+  }
+
+  _checkReveal(event) {
+    return checkReveal(event, this._commitments.get(event.of));
+  }
+
+  _remember(event) {
+    this._recent.set(event.seq, event);
+    if (this._recent.size > RECENT_EVENTS) this._recent.delete(this._recent.keys().next().value);
+  }
+
+  _applyToState(event) {
+    applyToState(this.state, event);
+    if (event.kind === "rename" && event.member && this.you?.id === event.member.id) this.you = event.member;
+  }
+
+  _onAck(frame) {
+    const request = this._pending.get(frame.id);
+    if (!request) return;
+    request.acked = true;
+    this._pending.delete(frame.id);
+    const event = this._recent.get(frame.seq);
+    if (event) {
+      request.resolve(event);
+    } else if (frame.seq <= this.seq) {
+      // Acked long ago and no longer remembered (a retry of a very old roll): all we know is its seq.
+      request.resolve({ seq: frame.seq });
+    } else {
+      const list = this._awaitingEvent.get(frame.seq) ?? [];
+      list.push(request);
+      this._awaitingEvent.set(frame.seq, list);
+    }
+  }
+
+  _onError(frame) {
+    const error = new TableRelayError(frame.code ?? "internal", frame.message ?? "The server reported an error.", {
+      id: frame.id,
+    });
+    const request = frame.id != null ? this._pending.get(frame.id) : undefined;
+    if (request && error.code === "rate_limited" && request.retries < RATE_LIMIT_RETRIES) {
+      // Refused before anything happened, so sending it again is safe; wait a little longer each time.
+      request.retries++;
+      request.sent = false;
+      const timer = setTimeout(() => {
+        if (this._pending.get(frame.id) === request && this._welcomedOnSocket && !request.sent) this._sendRequest(request);
+      }, 250 * 2 ** request.retries);
+      timer.unref?.();
+      return;
+    }
+    if (frame.id != null && this._settle(frame.id, (request) => request.reject(error))) return;
+    if (!this._welcomedOnSocket && FATAL_ERROR_CODES.has(error.code)) {
+      if (this._dropStaleSession()) {
+        this.reconnectNow();
+        return;
+      }
+      this._emit("error", error);
+      this._stop(error);
+      return;
+    }
+    this._emit("error", error);
+  }
+
+  _settle(id, fn) {
+    const request = this._pending.get(id);
+    if (!request) return false;
+    this._pending.delete(id);
+    fn(request);
+    return true;
+  }
+
+  // ---- requests -----------------------------------------------------------------------------------------
+
+  /**
+   * Roll: resolves with the stored event (the full roll, or a sealed placeholder for a blind roll you are
+   * not the GM of). Rejects with a TableRelayError carrying the server's code and message.
+   * If the connection drops before the answer, the roll is sent again with the same id after the resume,
+   * and the server answers with the first result: never a second roll.
+   */
+  roll(intent, { visibility = "public", label, id } = {}) {
+    const frame = { t: "roll", id: id ?? this._newId(), intent, visibility };
+    if (label !== undefined && label !== null && label !== "") frame.label = label;
+    return this._request(frame);
+  }
+
+  /** Reveal a sealed roll by its seq; resolves with the reveal event. */
+  reveal(seq) {
+    return this._request({ t: "reveal", id: this._newId(), seq });
+  }
+
+  /**
+   * Change Fear or Hope: `resource("fear", "gain", 1)`, `resource("hope", "spend", 1, { participant })`.
+   * Resolves with the resource event.
+   */
+  resource(name, op, n, { participant } = {}) {
+    const frame = { t: "resource", id: this._newId(), name, op, n };
+    if (participant !== undefined && participant !== null) frame.participant = participant;
+    return this._request(frame);
+  }
+
+  // ---- campaign management (GM only; docs/campaigns.md) --------------------------------------------------
+
+  /** Rename a participant; resolves with the `rename` event. */
+  rename(participant, name) {
+    return this._request({ t: "rename", id: this._newId(), participant, name });
+  }
+
+  /** Fold `participant` into `into` (Hope adds up to the cap); resolves with the `merge` event. */
+  merge(participant, into) {
+    return this._request({ t: "merge", id: this._newId(), participant, into });
+  }
+
+  /** Remove a participant: its sockets close (4003) and its tokens stop working. Resolves with the `kick` event. */
+  kick(participant, { reason } = {}) {
+    const frame = { t: "kick", id: this._newId(), participant };
+    if (reason) frame.reason = reason;
+    return this._request(frame);
+  }
+
+  /**
+   * The room's invite tokens and links: `{generation, player, spectator, links: {player, spectator}}`. With
+   * `rotate: true`, new invites replace the old ones first (the old links stop working).
+   */
+  invites({ rotate = false } = {}) {
+    return this._request({ t: "invites", id: this._newId(), rotate });
+  }
+
+  /** Archive the room: read-only from now on. Resolves with the `archive` event. */
+  archive() {
+    return this._request({ t: "archive", id: this._newId() });
+  }
+
+  /** The last events seen (up to 1000), by seq. */
+  event(seq) {
+    return this._recent.get(seq);
+  }
+}
