@@ -32,6 +32,12 @@ from relay.trust import tokens
 
 KINDS = ("relay", "bare", "socketio")
 LABELS = {"relay": "tablerelay", "bare": "bare websockets", "socketio": "python-socketio"}
+#: ``tablerelay``'s main, from the layout of today (relay.ops.cli) or of a revision before it (relay.cli).
+LAUNCH = (
+    "import importlib, os, relay; "
+    "ops = os.path.isdir(os.path.join(relay.__path__[0], 'ops')); "
+    "sys.exit(importlib.import_module('relay.ops.cli' if ops else 'relay.cli').main())"
+)
 
 # A typical roll: a Draw Steel power roll with Might 2 and an edge, public, labelled.
 INTENT: dict[str, Any] = {"system": "drawsteel.power", "characteristic": 2, "edges": 1}
@@ -161,10 +167,12 @@ async def start(
             env["PYTHONPATH"] = str(source)
         if not signing:
             env["TABLERELAY_SIGNING"] = "off"
-        if uvloop:
-            # Forced onto uvloop whatever the configuration says (``event_loop = auto`` already takes it
-            # where installed): for A/B runs of older revisions that predate the setting.
-            start = "import sys, uvloop; uvloop.install(); from relay.ops.cli import main; sys.exit(main())"
+        if uvloop or source is not None:
+            # Another tree's own command line, wherever its layout keeps it (relay.cli before the layer
+            # folders), not the editable install's entry point. ``uvloop``: forced onto uvloop whatever the
+            # configuration says (``event_loop = auto`` already takes it where installed), for A/B runs of
+            # older revisions that predate the setting.
+            start = ("import sys, uvloop; uvloop.install(); " if uvloop else "import sys; ") + LAUNCH
             argv = [str(VENV_BIN / "python"), "-c", start, *serve]
         elif traced is None:
             argv = [str(VENV_BIN / "tablerelay"), *serve]

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from relay.core.info import RoomInfo
 from relay.core.state import fold
-from relay.storage.base import Conflict, RoomExists, RoomInfo, RoomLimitReached
+from relay.storage.base import Conflict, RoomExists, RoomLimitReached
 from relay.storage.sqlite import SqliteLog
 
 
