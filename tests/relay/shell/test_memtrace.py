@@ -22,7 +22,7 @@ def test_the_site_that_grew_comes_first() -> None:
         kept = [bytearray(1000) for _ in range(2000)]  # about 2 MB from one line of this file
         report = tracing.report()
         top = report["sites"][0]
-        assert top["at"].startswith("relay/test_memtrace.py:"), report["sites"][:3]
+        assert top["at"].startswith("shell/test_memtrace.py:"), report["sites"][:3]
         assert top["blocks_added"] >= 2000
         assert top["kib_added"] >= 1900
         assert report["traced_kib"] >= 1900
