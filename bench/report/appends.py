@@ -93,7 +93,7 @@ server's CPU time per acknowledged roll, deliveries included.
 
 {table(APPENDS_HEADER, body)}
 
-The storage layer alone (`relay.storage.sqlite.SqliteLog` in the bench process, no sockets, the same roll
+The storage layer alone (`relay.storage.sqlite.log.SqliteLog` in the bench process, no sockets, the same roll
 records, each writer appending one record and waiting for its commit before the next):
 
 {table(["writers", "appends/s", "appends per transaction"], storage)}

@@ -121,7 +121,7 @@ def _memory_reading(t: dict[str, Any], traced: dict[str, Any]) -> str:
         lines.append(
             f"**The welcome's history stays in memory for as long as the connection is open.** "
             f"{held / 1024:,.1f} KiB per connection were allocated by decoding log records "
-            f"(`relay/storage/sqlite.py`) and {visible / 1024:,.1f} KiB by rendering them "
+            f"(`relay/storage/codec.py`) and {visible / 1024:,.1f} KiB by rendering them "
             "(`relay/core/visibility.py`), "
             f"and are still referenced by idle connections, with {traced['history']} events of history per "
             "room. `Relay._serve_socket` (`relay/shell/server.py`) keeps its `welcome` local in scope after "

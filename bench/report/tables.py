@@ -12,7 +12,7 @@ from bench.report.common import COLORS, GOAL_TABLES_BARE, LABELS, find, n0, prof
 #: Looked up by name alone: a profile names each with the file it was in when it was recorded.
 TABLES_PARTS = {
     "the socket writes": "SocketSink.write (relay/shell/connection.py)",
-    "the SQLite commit": "SqliteLog._hand_over (relay/storage/sqlite.py)",
+    "the SQLite commit": "SqliteLog._hand_over (relay/storage/sqlite/log.py)",
     "reading, checking, resolving": "Relay._handle_frame (relay/shell/server.py)",
 }
 TABLES_REST = "the rest: signing, ack, fan-out, framing, loop"

@@ -11,8 +11,8 @@ full ``ws`` client, parsing half a million deliveries a second took two thirds o
 machine, beside the server it was meant to measure.
 
 Beside the server figures, ``storage`` measures the event log alone, in this process: the same roll records
-appended through ``relay.storage.sqlite.SqliteLog`` by 1, 10 and 100 concurrent writers, no sockets. It is the
-ceiling the storage layer puts on the server's figure.
+appended through ``relay.storage.sqlite.log.SqliteLog`` by 1, 10 and 100 concurrent writers, no sockets. It is
+the ceiling the storage layer puts on the server's figure.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from bench.tools.harness import (
 )
 from bench.tools.profile import Sampler
 from bench.tools.servers import Calibration
-from relay.storage.sqlite import SqliteLog
+from relay.storage.sqlite.log import SqliteLog
 
 #: Seconds of unmeasured rolling before each of ``paired``'s windows (see there): at the acked rates this
 #: machine reaches, enough to use up a full pool of nonce pairs.

@@ -55,8 +55,8 @@ from bench.tools.harness import (
 )
 from bench.tools.machine import loadavg
 from bench.tools.profile import Sampler
-from relay.storage.nats import NatsLog
-from relay.storage.nats_stream import STREAM
+from relay.storage.nats.log import NatsLog
+from relay.storage.nats.stream import STREAM
 from relay.trust import tokens
 from tests.cluster.natsd import NatsCluster, running_cluster
 

@@ -35,7 +35,7 @@ from relay.core.state import ROLL_ID_WINDOW_MS
 from relay.settings.config import Limits
 from relay.shell import upkeep
 from relay.storage.codec import decode_record
-from relay.storage.sqlite_db import connect, create_room_sync
+from relay.storage.sqlite.db import connect, create_room_sync
 from relay.trust import tokens
 
 FLAT = 0.05  # the largest change of RSS or descriptors after warm-up that counts as flat

@@ -1,4 +1,4 @@
-"""The cluster's event log alone: this process's CPU per append through ``relay.storage.nats.NatsLog``,
+"""The cluster's event log alone: this process's CPU per append through ``relay.storage.nats.log.NatsLog``,
 against the same file at another git revision, taking turns in one run.
 
     python -m bench.studies.nats_log                  # this working tree against HEAD, 4 rounds
@@ -10,7 +10,7 @@ and is handed the first one's events, as a second relay node is. The CPU of this
 NATS client under them, no sockets, no rules) per append is the figure: it is the part of a cluster node's
 cost per roll that the log's own code decides, which the many-tables run on the cluster cannot show apart
 from its own noise (its rates move by more than a tenth between runs on this shared machine). Only
-``relay/storage/nats.py`` is taken from the other revision; everything it imports is this tree's.
+``relay/storage/nats/log.py`` is taken from the other revision; everything it imports is this tree's.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from tests.cluster.natsd import running_cluster
 
 ROOMS = 200
 PER_ROOM = 25
-# Where the log's file is, newest first: relay/log/nats.py moved to relay/storage/nats.py in c855932.
-PATHS = ("relay/storage/nats.py", "relay/log/nats.py")
+# Where the log's file is, newest first: relay/log/nats.py moved to relay/storage/nats.py in c855932, and to
+# relay/storage/nats/log.py when the backends got folders of their own.
+PATHS = ("relay/storage/nats/log.py", "relay/storage/nats.py", "relay/log/nats.py")
 CODEC_BEFORE = b"from relay.storage.sqlite import decode_record, encode_record"
 CODEC = b"from relay.storage.codec import decode_record, encode_record"
 
@@ -53,7 +54,8 @@ def record(seq: int) -> dict[str, Any]:
 
 
 def module_at(revision: str | None, folder: Path) -> ModuleType:
-    """``relay/storage/nats.py`` of ``revision`` (None: this working tree), loaded under a name of its own."""
+    """``relay/storage/nats/log.py`` of ``revision`` (None: this working tree), loaded under a name of its
+    own."""
     name = f"nats_log_{revision or 'work'}".replace("-", "_").replace("~", "_").replace("^", "_")
     path = ROOT / PATHS[0]
     if revision is not None:

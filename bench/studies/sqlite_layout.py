@@ -1,5 +1,5 @@
 """The events table's two layouts in SQLite alone: clustered by (room, seq) (``WITHOUT ROWID``, the layout
-before) against rows by arrival with a unique (room, seq) index (``relay.storage.sqlite_db.EVENTS``), taking
+before) against rows by arrival with a unique (room, seq) index (``relay.storage.sqlite.db.EVENTS``), taking
 turns.
 
     python -m bench.studies.sqlite_layout [--rooms 1000] [--events 20] [--rounds 2]
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from relay.storage.sqlite_db import EVENTS
+from relay.storage.sqlite.db import EVENTS
 
 CLUSTERED = (
     "CREATE TABLE events (room TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL, "

@@ -20,10 +20,12 @@ from bench.tools.harness import VENV_BIN
 
 # Where a frame's file lives says which layer it belongs to; first match wins.
 LAYERS = (
-    ("relay/log/nats", "NATS event log (relay/storage/nats.py)"),
+    ("relay/storage/nats/", "NATS event log (relay/storage/nats)"),
+    ("relay/log/nats", "NATS event log (relay/storage/nats)"),  # its path before the layer folders
     ("nats/", "nats-py (NATS client)"),
-    ("relay/log/", "SQLite event log (relay/log)"),
-    ("sqlite3", "SQLite event log (relay/log)"),
+    ("relay/storage/", "SQLite event log (relay/storage)"),
+    ("relay/log/", "SQLite event log (relay/storage)"),
+    ("sqlite3", "SQLite event log (relay/storage)"),
     ("relay/", "relay (room, fan-out, protocol)"),
     ("rules/", "rules core (dice, resolvers)"),
     ("websockets/", "websockets (framing, connection)"),

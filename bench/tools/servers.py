@@ -26,8 +26,8 @@ from websockets.asyncio.client import connect
 
 from bench.tools.harness import ROOT, VENV_BIN, ServerProcess, start_server
 from relay.settings.config import load
-from relay.storage.sqlite_db import connect as db_connect
-from relay.storage.sqlite_db import create_room_sync
+from relay.storage.sqlite.db import connect as db_connect
+from relay.storage.sqlite.db import create_room_sync
 from relay.trust import tokens
 
 KINDS = ("relay", "bare", "socketio")

@@ -35,7 +35,7 @@ from relay.settings.config import ConfigError
 from relay.shell import public
 from relay.storage import exports
 from relay.storage.base import Conflict, RoomExists, RoomLimitReached
-from relay.storage.sqlite_db import (
+from relay.storage.sqlite.db import (
     append_sync,
     connect,
     delete_room_sync,

@@ -253,9 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except sqlite3.DatabaseError as exc:
-        # Every command opens the data folder's database the same way (relay.storage.sqlite_db.connect), which
+        # Every command opens the data folder's database the same way (relay.storage.sqlite.db.connect), which
         # says in one sentence why a file is not usable; any other database error is a fault to see whole.
-        from relay.storage.sqlite_db import DatabaseUnusable
+        from relay.storage.sqlite.db import DatabaseUnusable
 
         if not isinstance(exc, DatabaseUnusable):
             raise

@@ -17,7 +17,7 @@ from relay.settings.config import SIGNING_NONCES, Config, ConfigError
 from relay.shell import admission, loops, public
 from relay.storage import stores
 from relay.storage.base import RoomLimitReached
-from relay.storage.sqlite_db import (
+from relay.storage.sqlite.db import (
     check_synchronous,
     connect,
     create_room_sync,

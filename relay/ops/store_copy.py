@@ -19,8 +19,8 @@ from relay.core.info import RoomInfo
 from relay.settings.config import ConfigError, load
 from relay.storage import stores
 from relay.storage.base import EventLog
-from relay.storage.sqlite import SqliteLog
-from relay.storage.sqlite_db import connect
+from relay.storage.sqlite.db import connect
+from relay.storage.sqlite.log import SqliteLog
 
 CHUNK = 100  # records per append (one NATS message each)
 

@@ -58,7 +58,7 @@ class Config:
     synchronous: str = "normal"
     # Who commits to the SQLite file: "loop" (the event loop, once per iteration, never waiting for a
     # lock; a writer thread takes what it cannot do and runs the checkpoints), "thread" (a writer thread
-    # commits everything), "process" (a writer process of its own, relay.storage.sqlite_writer, which never
+    # commits everything), "process" (a writer process of its own, relay.storage.sqlite.writer, which never
     # waits for the server's GIL), or "auto": loop with synchronous = normal, else thread (a commit that
     # syncs to disk must not stop the loop). TABLERELAY_SQLITE_WRITER.
     sqlite_writer: str = "auto"

@@ -20,7 +20,7 @@ from relay.settings.logs import get_logger
 from relay.shell import public
 from relay.shell.server import Relay
 from relay.storage import stores
-from relay.storage.sqlite import SqliteLog
+from relay.storage.sqlite.log import SqliteLog
 from relay.trust import tokens
 from relay.trust.nonces import NoncePool
 from relay.trust.signing import Keyring, load_keyring
@@ -85,7 +85,7 @@ async def run(
         log.on_commit = relay.metrics.batch.observe
     elif log.shared:  # the cluster store (nats-py imported only then)
         from relay.shell.cluster.presence import Presence
-        from relay.storage.nats import NatsLog
+        from relay.storage.nats.log import NatsLog
 
         assert isinstance(log, NatsLog)
         relay.presence = Presence(relay, log, config.node)

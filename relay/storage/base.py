@@ -84,7 +84,7 @@ class EventLog(abc.ABC):
 
         Asked for old hidden rolls that have left a loaded room's memory (``relay.shell.old_rolls``). This
         default reads the room's events from ``after`` on (a reveal always follows its roll); a backend
-        with an index on the revealed seq answers from it (``relay.storage.sqlite``).
+        with an index on the revealed seq answers from it (``relay.storage.sqlite.log``).
         """
         found: dict[int, int] = {}
         seq = after

@@ -13,9 +13,9 @@ from relay.core.info import RoomInfo
 from relay.settings import logs
 from relay.settings.config import Config, ConfigError
 from relay.storage.base import EventLog, Record
-from relay.storage.sqlite import SqliteLog
-from relay.storage.sqlite_db import check_on_loop
-from relay.storage.sqlite_writer import WriterUnusable
+from relay.storage.sqlite.db import check_on_loop
+from relay.storage.sqlite.log import SqliteLog
+from relay.storage.sqlite.writer import WriterUnusable
 
 SQLITE = "sqlite"
 SQLITE_WRITERS = ("auto", "loop", "thread", "process")
@@ -41,7 +41,7 @@ def check(config: Config) -> None:
             raise ConfigError(f"{exc}.") from exc
     if not is_cluster(config):
         return
-    from relay.storage.nats_connect import StoreError, servers
+    from relay.storage.nats.connect import StoreError, servers
 
     try:
         servers(config.store)
@@ -130,8 +130,8 @@ async def open_log(config: Config, *, follow: bool = True) -> EventLog:
             except WriterUnusable as exc:
                 raise StoreUnusable(str(exc)) from exc
         return SqliteLog(config.db_path, synchronous=config.synchronous, on_loop=commits_on_loop(config))
-    from relay.storage.nats import NatsLog
-    from relay.storage.nats_connect import StoreError
+    from relay.storage.nats.connect import StoreError
+    from relay.storage.nats.log import NatsLog
 
     try:
         return await NatsLog.connect(

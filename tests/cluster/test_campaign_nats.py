@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from relay.storage.nats import NatsLog
+from relay.storage.nats.log import NatsLog
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from relay.storage.nats import NatsLog
-from relay.storage.nats_stream import STREAM
+from relay.storage.nats.log import NatsLog
+from relay.storage.nats.stream import STREAM
 from relay.trust import signing
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster, running_cluster

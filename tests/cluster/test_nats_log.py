@@ -13,9 +13,9 @@ from nats.aio.msg import Msg
 
 from relay.core.info import RoomInfo
 from relay.storage.base import Conflict, RoomLimitReached
-from relay.storage.nats import APPEND_DEADLINE, WRONG_LAST_SEQUENCE, NatsLog
-from relay.storage.nats_acks import ACK_SWEEP
-from relay.storage.nats_stream import PUBLISH_TIMEOUT, STREAM, encode_message, stream_seq_of, subject
+from relay.storage.nats.acks import ACK_SWEEP
+from relay.storage.nats.log import APPEND_DEADLINE, WRONG_LAST_SEQUENCE, NatsLog
+from relay.storage.nats.stream import PUBLISH_TIMEOUT, STREAM, encode_message, stream_seq_of, subject
 from tests.cluster.natsd import NatsCluster
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relay.storage.nats import NatsLog
+from relay.storage.nats.log import NatsLog
 from tests.cluster.natsd import NatsCluster
 
 

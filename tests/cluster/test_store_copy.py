@@ -10,8 +10,8 @@ from typing import Any
 
 import msgpack
 
-from relay.storage.nats import NatsLog
-from relay.storage.nats_stream import STREAM, subject
+from relay.storage.nats.log import NatsLog
+from relay.storage.nats.stream import STREAM, subject
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.console import tablerelay_bin

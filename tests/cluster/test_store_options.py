@@ -13,9 +13,9 @@ import nats
 import nats.js.errors
 import pytest
 
-from relay.storage.nats import NatsLog
-from relay.storage.nats_connect import BucketUnsettled, StoreError, ensure_bucket, patiently
-from relay.storage.nats_stream import STREAM
+from relay.storage.nats.connect import BucketUnsettled, StoreError, ensure_bucket, patiently
+from relay.storage.nats.log import NatsLog
+from relay.storage.nats.stream import STREAM
 from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsd import NatsServer, free_port
 from tests.console import serve_refusal, tablerelay_bin

@@ -47,7 +47,7 @@ from relay.ops.campaign import ImportRefused, checked_records
 from relay.settings.config import Limits
 from relay.shell.fanout import Renderer
 from relay.storage import exports
-from relay.storage.sqlite_db import connect, import_room_sync, read_sync
+from relay.storage.sqlite.db import connect, import_room_sync, read_sync
 from relay.trust.forms import Forms
 from relay.trust.signing import Keyring
 from rules.dice import evaluate

@@ -43,10 +43,10 @@ from relay.core.state import Member
 from relay.settings.logs import get_logger
 from relay.shell.connection import RoomHandle
 from relay.shell.host import Host
-from relay.storage.nats_connect import bucket_subjects, ensure_bucket, patiently
+from relay.storage.nats.connect import bucket_subjects, ensure_bucket, patiently
 
 if TYPE_CHECKING:
-    from relay.storage.nats import NatsLog
+    from relay.storage.nats.log import NatsLog
 
 logger = get_logger("relay.presence")
 

@@ -16,7 +16,7 @@ from relay.shell import old_rolls, upkeep
 from relay.shell.admission import Gate, parse_networks, parse_origins
 from relay.shell.fanout import history
 from relay.storage.base import EventLog
-from relay.storage.sqlite import SqliteLog
+from relay.storage.sqlite.log import SqliteLog
 from tests.relay.helpers import INFO, Table
 
 

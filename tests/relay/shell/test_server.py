@@ -24,8 +24,8 @@ from relay.settings import logs
 from relay.settings.config import Config, Limits
 from relay.shell.serve import run
 from relay.shell.server import Relay
-from relay.storage.sqlite_db import connect as db_connect
-from relay.storage.sqlite_db import create_room_sync
+from relay.storage.sqlite.db import connect as db_connect
+from relay.storage.sqlite.db import create_room_sync
 from relay.trust import tokens
 
 POWER = {"system": "drawsteel.power", "characteristic": 1}
@@ -255,7 +255,7 @@ async def test_http_endpoints(server: Running) -> None:
 
 
 async def test_stopping_finishes_appends_acks_them_and_closes_with_1001(tmp_path: Path) -> None:
-    from relay.storage.sqlite import SqliteLog
+    from relay.storage.sqlite.log import SqliteLog
 
     logs.configure("json", "info", stream=io.StringIO())
     config = Config(
@@ -356,7 +356,7 @@ async def test_a_result_with_no_canonical_encoding_is_answered_internal_and_neve
             return {"system": intent["system"], "total": 3, "faces": {1, 2}}
         return {"system": intent["system"], "total": 3, "third": 1 / 3}
 
-    from relay.storage.sqlite import SqliteLog
+    from relay.storage.sqlite.log import SqliteLog
 
     async with serving(tmp_path, resolve) as running:
         room = running.room()

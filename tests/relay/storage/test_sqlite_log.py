@@ -13,7 +13,7 @@ import pytest
 from relay.core.info import RoomInfo
 from relay.core.state import fold
 from relay.storage.base import Conflict, RoomExists, RoomLimitReached
-from relay.storage.sqlite import SqliteLog
+from relay.storage.sqlite.log import SqliteLog
 
 
 def ev(seq: int, kind: str = "join", who: str = "p1") -> dict[str, Any]:
@@ -36,7 +36,7 @@ _writer = {"kind": "thread"}
 @pytest.fixture(autouse=True, params=WRITERS)
 def writer(request: pytest.FixtureRequest) -> str:
     """Every test runs with the event loop committing, the writer thread, and the writer process
-    (relay.storage.sqlite_writer)."""
+    (relay.storage.sqlite.writer)."""
     _writer["kind"] = request.param
     return str(request.param)
 

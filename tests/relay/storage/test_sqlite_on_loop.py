@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from relay.storage.base import Conflict
-from relay.storage.sqlite import CHECKPOINT_ROWS, SqliteLog
-from relay.storage.sqlite_db import append_sync, connect
+from relay.storage.sqlite.db import append_sync, connect
+from relay.storage.sqlite.log import CHECKPOINT_ROWS, SqliteLog
 
 from .test_sqlite_log import ev, reveal
 

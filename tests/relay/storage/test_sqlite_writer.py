@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from relay.storage.sqlite import SqliteLog
-from relay.storage.sqlite_writer import WriterGone, WriterUnusable
+from relay.storage.sqlite.log import SqliteLog
+from relay.storage.sqlite.writer import WriterGone, WriterUnusable
 from tests.console import serve_refusal
 from tests.e2e.servers import server_env
 from tests.relay.storage.test_sqlite_log import ev

@@ -13,7 +13,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 
 from relay.storage.base import Record
-from relay.storage.nats_stream import PUBLISH_TIMEOUT, STREAM, decode_message
+from relay.storage.nats.stream import PUBLISH_TIMEOUT, STREAM, decode_message
 
 READ_BATCH = 500
 

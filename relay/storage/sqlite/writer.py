@@ -9,12 +9,12 @@ The pipe protocol, msgpack both ways. The child first answers ``["ready"]`` once
 (or ``["failed", sentence]``). Each request is a list of items in the order they were made:
 ``[0, room, expected, [record, ...]]`` for an append (the records as they are; the child encodes each
 for storage exactly as the thread would) and ``[1, op, [args...]]`` for the other writes
-(``relay.storage.sqlite_commit.CALLS``). The child reads every request waiting in the pipe and commits
+(``relay.storage.sqlite.commit.CALLS``). The child reads every request waiting in the pipe and commits
 their appends together (one transaction, as the thread does with its queue), then answers each request in
 order with ``[outcomes, commits]``: an outcome per item, ``[0, value]`` or ``[1, error name,
 [args...]]``, and the ``[appends, stored]`` of each transaction made for it.
 
-Guarantees are the thread's: the committing code is the same (``relay.storage.sqlite_commit.Committer``),
+Guarantees are the thread's: the committing code is the same (``relay.storage.sqlite.commit.Committer``),
 and a future completes only once the child has answered after its COMMIT. If the child ends, every append
 in flight fails, the error is logged once, and every later append fails at once: the server stops
 storing, and never acks an event it did not store.
@@ -40,8 +40,8 @@ import msgpack
 from relay.core.info import RoomInfo
 from relay.settings.logs import configure, get_logger
 from relay.storage.base import Conflict, Record, RoomExists, RoomLimitReached
-from relay.storage.sqlite_commit import AppendItem, CallItem, Committer, Outcome, call_item
-from relay.storage.sqlite_db import connect
+from relay.storage.sqlite.commit import AppendItem, CallItem, Committer, Outcome, call_item
+from relay.storage.sqlite.db import connect
 
 logger = get_logger("relay.sqlite_writer")
 APPEND, CALL = 0, 1
@@ -126,7 +126,7 @@ class WriterProcess(asyncio.SubprocessProtocol):
             cls,
             sys.executable,
             "-m",
-            "relay.storage.sqlite_writer",
+            "relay.storage.sqlite.writer",
             str(path),
             synchronous,
             stdin=subprocess.PIPE,

@@ -38,8 +38,8 @@ from relay.core.info import RoomInfo
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
 from relay.storage.base import EventLog, Record
-from relay.storage.sqlite_commit import AppendItem, CallItem, Committer, Outcome, call_item
-from relay.storage.sqlite_db import (
+from relay.storage.sqlite.commit import AppendItem, CallItem, Committer, Outcome, call_item
+from relay.storage.sqlite.db import (
     check_on_loop,
     check_synchronous,
     connect,
@@ -49,7 +49,7 @@ from relay.storage.sqlite_db import (
     reveals_sync,
     state_sync,
 )
-from relay.storage.sqlite_writer import WriterProcess
+from relay.storage.sqlite.writer import WriterProcess
 
 T = TypeVar("T")
 logger = get_logger("relay.sqlite")
@@ -90,7 +90,7 @@ class SqliteLog(EventLog):
 
     Appends are committed by the event loop itself with ``on_loop`` (the writer thread takes what it
     cannot do without waiting, see the module's docstring), else by a writer thread, or with ``writer``
-    (a started ``relay.storage.sqlite_writer.WriterProcess``) by a process of its own; reads stay on this
+    (a started ``relay.storage.sqlite.writer.WriterProcess``) by a process of its own; reads stay on this
     process's reader threads in every case (WAL).
     """
 

@@ -16,8 +16,8 @@ from nats.js.kv import KeyValue
 
 from relay.core.info import RoomInfo
 from relay.storage.base import RoomLimitReached
-from relay.storage.nats_connect import bucket_subjects
-from relay.storage.nats_stream import ROOM_TOKEN, ROOMS_BUCKET
+from relay.storage.nats.connect import bucket_subjects
+from relay.storage.nats.stream import ROOM_TOKEN, ROOMS_BUCKET
 
 
 class RoomDirectory:

@@ -1,6 +1,6 @@
 """The one writer's side of the SQLite file (``Committer``): a batch of appends and other writes in, an
 outcome for each out. The writer thread, the event loop's own commits and the writer process
-(``relay.storage.sqlite_writer``) all commit through it, so all keep the same guarantees.
+(``relay.storage.sqlite.writer``) all commit through it, so all keep the same guarantees.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from relay.core.info import RoomInfo
 from relay.storage.base import Conflict, Record
 from relay.storage.codec import encode_record
-from relay.storage.sqlite_db import (
+from relay.storage.sqlite.db import (
     INSERT_ROWS,
     create_room_sync,
     delete_room_sync,
@@ -52,7 +52,7 @@ LAST_SEQS_KEPT = 100_000
 class Committer:
     """The one writer's side of the file: a batch of appends and calls in, an outcome for each out.
 
-    Used by the writer thread and by the writer process (``relay.storage.sqlite_writer``) alike, so both
+    Used by the writer thread and by the writer process (``relay.storage.sqlite.writer``) alike, so both
     keep the same guarantees. ``on_commit`` gets each transaction's append count and the number stored.
     """
 

@@ -4,9 +4,9 @@ Layout
 - One stream, ``TABLERELAY_EVENTS``, holds every room's events; a room's messages are on their own subject
   ``tablerelay.events.<room>``. One message is one append: a MessagePack array of the append's records,
   each exactly as the SQLite log stores it (``relay.storage.codec.encode_record``), so a store copy moves
-  records byte for byte and their signatures still verify (``relay.storage.nats_stream``).
+  records byte for byte and their signatures still verify (``relay.storage.nats.stream``).
 - The room directory is the key-value bucket ``tablerelay_rooms`` (room id -> RoomInfo as JSON;
-  ``relay.storage.nats_rooms``).
+  ``relay.storage.nats.rooms``).
 
 Appends
 - Conditional: each carries ``Nats-Expected-Last-Subject-Sequence`` with the stream sequence of the room's
@@ -15,7 +15,7 @@ Appends
 - Idempotent: each carries a ``Nats-Msg-Id`` unique to this node and append, so a publish retried after a
   timeout (a leader election, say) is stored once and answered with the first PubAck.
 - Acknowledged only after JetStream's PubAck (stored on a quorum of the stream's replicas). PubAcks come
-  to one inbox subscription of the log's own (``relay.storage.nats_acks``), not through
+  to one inbox subscription of the log's own (``relay.storage.nats.acks``), not through
   ``JetStreamContext.publish``: its request machinery (a random token from the OS, a reflective PubAck
   dataclass, a validation of both subjects) cost about a tenth of a node's CPU per roll in the cluster's
   many-tables profile.
@@ -28,8 +28,8 @@ Events other nodes append
   futures, the others' through the ``deliver`` callback, never both. A message delivered ahead of an own
   append still in flight waits for that append's PubAck.
 
-Connecting and setting up the stream and buckets is ``relay.storage.nats_connect``; reading a room's
-messages back, ``relay.storage.nats_reads``.
+Connecting and setting up the stream and buckets is ``relay.storage.nats.connect``; reading a room's
+messages back, ``relay.storage.nats.reads``.
 """
 
 from __future__ import annotations
@@ -54,12 +54,12 @@ from relay.core.info import RoomInfo
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
 from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomLimitReached
-from relay.storage.nats_acks import PubAcks
-from relay.storage.nats_connect import connect as connect_store
-from relay.storage.nats_lanes import Append, Deliver, Lane, Own
-from relay.storage.nats_reads import messages
-from relay.storage.nats_rooms import RoomDirectory
-from relay.storage.nats_stream import (
+from relay.storage.nats.acks import PubAcks
+from relay.storage.nats.connect import connect as connect_store
+from relay.storage.nats.lanes import Append, Deliver, Lane, Own
+from relay.storage.nats.reads import messages
+from relay.storage.nats.rooms import RoomDirectory
+from relay.storage.nats.stream import (
     ROOM_TOKEN,
     STREAM,
     SUBJECTS,

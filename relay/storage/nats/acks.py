@@ -17,7 +17,7 @@ import nats.js.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
-from relay.storage.nats_stream import PUBLISH_TIMEOUT
+from relay.storage.nats.stream import PUBLISH_TIMEOUT
 
 #: The status of a reply when nothing listens on the subject: no stream holds it.
 NO_RESPONDERS = "503"

@@ -23,7 +23,7 @@ from nats.js import JetStreamContext, api
 from nats.js.kv import KeyValue
 
 from relay.settings.logs import get_logger
-from relay.storage.nats_stream import ROOMS_BUCKET, STREAM, SUBJECTS
+from relay.storage.nats.stream import ROOMS_BUCKET, STREAM, SUBJECTS
 
 logger = get_logger("relay.log.nats")
 
