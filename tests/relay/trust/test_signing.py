@@ -317,3 +317,17 @@ def test_a_key_set_file_that_cannot_be_read_is_named_with_the_reason(tmp_path: P
         with pytest.raises(signing.SigningKeyError) as refused:
             signing.read_key_set(path)
         assert str(refused.value).startswith(words.format(path=path)), refused.value
+
+
+def test_relay_signing_is_the_public_entry_for_checking_events() -> None:
+    """``from relay.signing import verify`` (docs/verification.md) checks what the server signs."""
+    from relay import signing as public
+
+    event = {"t": "event", "seq": 1, "kind": "join", "actor": {"id": "a", "name": "A", "role": "gm"}}
+    signed = {**event, "kid": KEYRING.kid, "sig": KEYRING.sign(event, "room")}
+    keys = KEYRING.jwks()
+    assert public.verify(signed, "room", keys)
+    assert not public.verify({**signed, "seq": 2}, "room", keys), "a changed event fails"
+    assert public.check(signed, "other-room", keys) is not None, "another room's signature is refused"
+    assert public.signed_bytes(event, "room") == signing.signed_bytes(event, "room")
+    assert public.canonical({"b": 1, "a": 2}) == canonical.canonical({"a": 2, "b": 1})
