@@ -34,6 +34,14 @@ class Conflict(Exception):
         self.actual = actual
 
 
+class StoreFull(Exception):
+    """The store has no room left for this append (a full disk under the SQLite file, or the NATS
+    stream at its byte limit): nothing of it was stored, and later appends succeed once space is back.
+
+    The message is a sentence for the operator's log; the client hears ``store_full``.
+    """
+
+
 class RoomExists(Exception):
     """An import names a room id this log already holds."""
 
@@ -70,6 +78,16 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
         """Store ``records`` (seqs ``expected_seq + 1 …``); the future gives the last seq, or ``Conflict``."""
+
+    @abc.abstractmethod
+    async def ensure_seed(self, room: str, n: int, candidate: bytes) -> bytes:
+        """The room's secret dice seed ``n`` (spec/fairness.md): ``candidate`` when none was stored, else the
+        stored one, so every node that asks gets the same. Kept apart from the events (never in the log or an
+        export before its reveal), readable by every node, carried by backups."""
+
+    @abc.abstractmethod
+    async def seeds(self, room: str, first: int = 1) -> dict[int, bytes]:
+        """The room's stored dice seeds numbered ``first`` and later."""
 
     @abc.abstractmethod
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:

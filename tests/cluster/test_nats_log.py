@@ -139,6 +139,22 @@ async def test_rooms_are_listed_by_every_node_and_limited(logs: tuple[NatsLog, N
         await b.create_room("one too many", fear_max=12, hope_max=6, max_rooms=1)
 
 
+async def test_a_rooms_dice_seeds_are_the_same_for_every_node_and_go_with_the_room(
+    logs: tuple[NatsLog, NatsLog],
+) -> None:
+    a, b = logs
+    room = await new_room(a)
+    mine, theirs = bytes(range(32)), bytes(range(32, 64))
+    assert await a.ensure_seed(room.id, 1, mine) == mine
+    assert await b.ensure_seed(room.id, 1, theirs) == mine, "the first stored wins on every node"
+    assert await b.ensure_seed(room.id, 2, theirs) == theirs
+    assert await a.seeds(room.id) == {1: mine, 2: theirs}
+    assert await b.seeds(room.id, 2) == {2: theirs}
+    assert await a.read(room.id, 0, 10) == [], "no seed is an event"
+    assert await a.delete_room(room.id) is True
+    assert await b.seeds(room.id) == {}
+
+
 def test_the_stream_seq_is_read_from_either_form_of_a_delivered_messages_reply_subject() -> None:
     # What nats-py's Msg.metadata reads, without building it: the old form (this cluster's servers send it)
     # and the form with a domain and an account hash.

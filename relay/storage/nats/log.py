@@ -59,6 +59,7 @@ from relay.storage.nats.connect import connect as connect_store
 from relay.storage.nats.lanes import Append, Deliver, Lane, Own
 from relay.storage.nats.reads import messages
 from relay.storage.nats.rooms import RoomDirectory
+from relay.storage.nats.seeds import SeedVault
 from relay.storage.nats.stream import (
     ROOM_TOKEN,
     STREAM,
@@ -92,6 +93,7 @@ class NatsLog(EventLog):
         self.js = js
         self.kv = rooms
         self.rooms = RoomDirectory(js, rooms)
+        self.seed_vault = SeedVault(js, replicas)
         self.replicas = replicas
         self._loop = asyncio.get_running_loop()
         self._lanes: dict[str, Lane] = {}
@@ -183,6 +185,12 @@ class NatsLog(EventLog):
                 await self._purge_events(info.id)
             raise
 
+    async def ensure_seed(self, room: str, n: int, candidate: bytes) -> bytes:
+        return await self.seed_vault.ensure(room, n, candidate)
+
+    async def seeds(self, room: str, first: int = 1) -> dict[int, bytes]:
+        return await self.seed_vault.stored(room, first)
+
     async def delete_room(self, room: str) -> bool:
         """As ``EventLog.delete_room``: the directory entry goes first (no node finds the room from then
         on), then every message on the room's subject. A node already holding the room keeps what it has in
@@ -192,6 +200,7 @@ class NatsLog(EventLog):
             return False
         await self.rooms.remove(room)
         await self._purge_events(room)
+        await self.seed_vault.remove(room)
         self.rooms.infos.pop(room, None)
         return True
 

@@ -5,18 +5,22 @@ outcome for each out. The writer thread, the event loop's own commits and the wr
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from relay.core.info import RoomInfo
-from relay.storage.base import Conflict, Record
+from relay.storage.base import Conflict, Record, StoreFull
 from relay.storage.codec import encode_record
 from relay.storage.sqlite.db import (
     INSERT_ROWS,
     create_room_sync,
     delete_room_sync,
+    ensure_seed_sync,
     import_room_sync,
     insert_events,
     last_seq_sync,
@@ -45,6 +49,39 @@ class Outcome:
     error: BaseException | None = None
 
 
+#: SQLite's primary result codes for a full disk (``database or disk is full``) and for an I/O error,
+#: which a write to the WAL or a checkpoint on a full disk may give instead.
+SQLITE_FULL = 13
+SQLITE_IOERR = 10
+#: An I/O error while the data folder's filesystem has less than this free is taken as a full disk.
+LOW_SPACE = 16 << 20
+
+
+def full_disk(exc: BaseException, folder: str | None) -> StoreFull | None:
+    """``exc`` as a ``StoreFull`` when it says the disk under the database is full, else None.
+
+    After SQLITE_FULL (or SQLITE_IOERR) SQLite has rolled back the statement, and perhaps the whole
+    transaction (https://sqlite.org/lang_transaction.html, "Response To Errors Within A Transaction"): the
+    connection stays usable once the committer has rolled back whatever is left.
+    """
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    primary = code & 0xFF
+    if primary == SQLITE_IOERR and folder is not None:
+        try:
+            low = shutil.disk_usage(folder).free < LOW_SPACE
+        except OSError:
+            low = False
+        if not low:
+            return None
+    elif primary != SQLITE_FULL:
+        return None
+    return StoreFull(f"The disk under the SQLite database is full ({exc}); nothing of this was stored.")
+
+
 #: Rooms whose last seq the writer keeps (a few dozen bytes each); past it the map starts over.
 LAST_SEQS_KEPT = 100_000
 
@@ -66,6 +103,7 @@ class Committer:
         self._last: dict[str, int] = {}
         self.remembers = remembers
         self.rows = 0  # rows stored so far (the loop's committer asks for a checkpoint by them)
+        self._folder: str | None = None  # the database file's folder, once a failure asks
 
     def forget(self) -> None:
         """Read every room's last seq afresh: another committer on this file may have written."""
@@ -191,22 +229,35 @@ class Committer:
                 conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                # SQLite may have rolled the transaction back already (a full disk); if not, this does,
+                # and nothing of the batch is stored either way.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             if give_up is not None and isinstance(exc, give_up):
                 raise
             self._last.clear()  # what is stored is not known for sure any more
+            error = full_disk(exc, self.folder()) or exc
             for outcome in written:
                 outcome.value = None
-                outcome.error = exc
+                outcome.error = error
             for _, outcome in appends:
                 if outcome.error is None and outcome.value is None:
-                    outcome.error = exc
+                    outcome.error = error
             return
         self.rows += len(rows)
         if len(self._last) > LAST_SEQS_KEPT:
             self._last.clear()  # read again as rooms append
         self._last.update(last)
         self.on_commit(len(appends), len(written))
+
+    def folder(self) -> str | None:
+        """The folder of the database file (asked once, when a failure needs it)."""
+        if self._folder is None:
+            with contextlib.suppress(sqlite3.Error):
+                for _, name, file in self.conn.execute("PRAGMA database_list"):
+                    if name == "main" and file:
+                        self._folder = str(Path(file).parent)
+        return self._folder
 
 
 #: The writes other than appends, by name: the writer process gets the name and plain arguments.
@@ -226,6 +277,7 @@ CALLS: dict[str, Callable[..., Any]] = {
     "create_room": _create_room,
     "import_room": _import_room,
     "delete_room": delete_room_sync,
+    "ensure_seed": ensure_seed_sync,
 }
 
 

@@ -51,6 +51,12 @@ CREATE TABLE IF NOT EXISTS reveals (
     seq INTEGER NOT NULL,
     PRIMARY KEY (room, roll)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seeds (
+    room TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    seed BLOB NOT NULL,
+    PRIMARY KEY (room, n)
+) WITHOUT ROWID;
 """.format(events=EVENTS.format(name="events"))
 #: ``PRAGMA user_version`` once ``reveals`` indexes every stored reveal (files written before it had
 #: none: ``connect`` fills it from their events once).
@@ -224,12 +230,34 @@ def delete_room_sync(conn: sqlite3.Connection, room: str) -> bool:
     try:
         conn.execute("DELETE FROM events WHERE room = ?", (room,))
         conn.execute("DELETE FROM reveals WHERE room = ?", (room,))
+        conn.execute("DELETE FROM seeds WHERE room = ?", (room,))
         deleted = conn.execute("DELETE FROM rooms WHERE id = ?", (room,)).rowcount
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     return deleted > 0
+
+
+def ensure_seed_sync(conn: sqlite3.Connection, room: str, n: int, candidate: bytes) -> bytes:
+    """The room's dice seed ``n`` (spec/fairness.md): ``candidate`` stored if the room had none, else the one
+    it had. A seed lives here, never in the event log, until its ``seed_reveal`` event publishes it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("INSERT OR IGNORE INTO seeds (room, n, seed) VALUES (?, ?, ?)", (room, n, candidate))
+        row = conn.execute("SELECT seed FROM seeds WHERE room = ? AND n = ?", (room, n)).fetchone()
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    seed: bytes = row[0]
+    return seed
+
+
+def seeds_sync(conn: sqlite3.Connection, room: str, first: int) -> dict[int, bytes]:
+    """The room's stored dice seeds numbered ``first`` and later."""
+    rows = conn.execute("SELECT n, seed FROM seeds WHERE room = ? AND n >= ? ORDER BY n", (room, first))
+    return dict(rows)
 
 
 def append_sync(conn: sqlite3.Connection, room: str, records: Sequence[Record], expected: int) -> None:

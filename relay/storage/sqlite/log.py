@@ -47,6 +47,7 @@ from relay.storage.sqlite.db import (
     list_rooms_sync,
     read_sync,
     reveals_sync,
+    seeds_sync,
     state_sync,
 )
 from relay.storage.sqlite.writer import WriterProcess
@@ -293,6 +294,12 @@ class SqliteLog(EventLog):
 
     async def delete_room(self, room: str) -> bool:
         return bool(await self._submit_write("delete_room", room))
+
+    async def ensure_seed(self, room: str, n: int, candidate: bytes) -> bytes:
+        return bytes(await self._submit_write("ensure_seed", room, n, candidate))
+
+    async def seeds(self, room: str, first: int = 1) -> dict[int, bytes]:
+        return await self._read(lambda conn: seeds_sync(conn, room, first))
 
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
         return await self._read(lambda conn: read_sync(conn, room, after_seq, limit))

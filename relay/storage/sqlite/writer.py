@@ -39,7 +39,7 @@ import msgpack
 
 from relay.core.info import RoomInfo
 from relay.settings.logs import configure, get_logger
-from relay.storage.base import Conflict, Record, RoomExists, RoomLimitReached
+from relay.storage.base import Conflict, Record, RoomExists, RoomLimitReached, StoreFull
 from relay.storage.sqlite.commit import AppendItem, CallItem, Committer, Outcome, call_item
 from relay.storage.sqlite.db import connect
 
@@ -65,7 +65,7 @@ class WriterUnusable(RuntimeError):
 def _error_out(exc: BaseException) -> list[Any]:
     if isinstance(exc, Conflict):
         return [FAILED, "Conflict", [exc.room, exc.expected, exc.actual]]
-    if isinstance(exc, RoomExists | RoomLimitReached | ValueError):
+    if isinstance(exc, RoomExists | RoomLimitReached | StoreFull | ValueError):
         return [FAILED, type(exc).__name__, [str(exc)]]
     return [FAILED, "WriterFailed", [f"{type(exc).__name__}: {exc}"]]
 
@@ -74,6 +74,7 @@ _ERRORS: dict[str, Callable[..., BaseException]] = {
     "Conflict": Conflict,
     "RoomExists": RoomExists,
     "RoomLimitReached": RoomLimitReached,
+    "StoreFull": StoreFull,
     "ValueError": ValueError,
     "WriterFailed": WriterFailed,
 }

@@ -243,6 +243,30 @@ async def test_rooms_are_imported_and_deleted_whole(tmp_path: Path) -> None:
         await log.close()
 
 
+async def test_a_rooms_dice_seeds_are_kept_apart_from_its_events_and_the_first_stored_wins(
+    tmp_path: Path,
+) -> None:
+    log = await make(tmp_path)
+    try:
+        room = await log.create_room("Alpha", fear_max=12, hope_max=6, max_rooms=3)
+        first, second = bytes(range(32)), bytes(range(32, 64))
+        assert await log.ensure_seed(room.id, 1, first) == first
+        assert await log.ensure_seed(room.id, 1, second) == first, "another node's candidate loses"
+        assert await log.ensure_seed(room.id, 2, second) == second
+        assert await log.seeds(room.id) == {1: first, 2: second}
+        assert await log.seeds(room.id, 2) == {2: second}
+        assert await log.read(room.id, 0, 10) == [], "no seed is an event"
+    finally:
+        await log.close()
+    log = await make(tmp_path)
+    try:
+        assert await log.seeds(room.id) == {1: first, 2: second}, "a seed outlives the process"
+        assert await log.delete_room(room.id) is True
+        assert await log.seeds(room.id) == {}, "a deleted room's seeds go with it"
+    finally:
+        await log.close()
+
+
 def reveal(seq: int, of: int) -> dict[str, Any]:
     return {**ev(seq, "reveal"), "of": of, "blob": b"b", "nonce": b"n"}
 
