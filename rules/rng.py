@@ -1,14 +1,19 @@
 """Random sources for dice.
 
-``SecureDice`` is the only source used for real rolls: the operating system's CSPRNG, read in large
-buffered chunks, with rejection sampling so every face is exactly equally likely. ``Scripted`` hands out
-predetermined faces for tests and worked examples.
+``SecureDice`` is the source for rolls made without a key: the operating system's CSPRNG, read in large
+buffered chunks, with rejection sampling so every face is exactly equally likely. ``KeyedDice`` is the
+provably fair source (spec/fairness.md): the same dice drawn from the HMAC word stream of a roll's key, so
+anyone holding the key recomputes every face. ``Scripted`` hands out predetermined faces for tests and worked
+examples.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
-from collections.abc import Iterable
+import struct
+from collections.abc import Iterable, Iterator
 from typing import Protocol, runtime_checkable
 
 from rules.errors import RulesError
@@ -133,6 +138,85 @@ class SecureDice:
             out += buf[pos:end].translate(table, reject)
             self._pos = end
         return list(out)
+
+
+#: Every word of the fair stream is a 64-bit unsigned integer, so a die has at most this many faces.
+WORD_SPACE = 1 << 64
+_BLOCK_TAG = b"faces"
+_WORDS = struct.Struct(">4Q")
+
+
+def keyed_words(key: bytes) -> Iterator[int]:
+    """The word stream of spec/fairness.md: ``HMAC-SHA256(key, b"faces" + u32be(j))`` for j = 0, 1, 2, …,
+    each block cut into four big-endian 64-bit words, in order."""
+    digest, unpack = hmac.digest, _WORDS.unpack
+    for j in range(1 << 32):
+        yield from unpack(digest(key, _BLOCK_TAG + j.to_bytes(4, "big"), hashlib.sha256))
+    # u32be(j) has no 2**32nd value; a roll of 2**34 dice is far past every limit of the rules core anyway.
+    raise RulesError("limit", "A keyed dice stream ends after 2**34 words.")
+
+
+def acceptance_limit(faces: int) -> int:
+    """The exclusive bound below which a word is kept for a die of ``faces`` faces: ``2**64 - 2**64 mod f``
+    (the largest multiple of ``faces`` that fits, so every face has the same number of words)."""
+    if faces < 1:
+        raise RulesError("out_of_range", f"A die needs at least 1 face; got {faces}.")
+    if faces > WORD_SPACE:
+        raise RulesError("out_of_range", f"A die may have at most 2**64 faces; got {faces}.")
+    return WORD_SPACE - WORD_SPACE % faces
+
+
+class KeyedDice:
+    """Dice drawn from a word stream, each recorded in ``draws`` as ``(faces, value)`` in draw order.
+
+    ``KeyedDice(key)`` reads the stream of spec/fairness.md for the 32-byte roll key ``key``; a die of
+    ``f`` faces takes the next word ``w``, discards it when ``w >= acceptance_limit(f)`` and takes the
+    next, and shows ``1 + w % f``. Every die costs at least one word, a d1 included, so the verifier and
+    the server stay in step whatever the rules core rolls. ``KeyedDice.from_words`` reads given words
+    instead (tests drive the rejection path with them; a verifier replays stored draws with them).
+    """
+
+    __slots__ = ("_words", "draws")
+
+    def __init__(self, key: bytes | None = None, *, words: Iterable[int] | None = None) -> None:
+        if (key is None) == (words is None):
+            raise TypeError("KeyedDice takes a key or words, not both")
+        if key is not None:
+            if len(key) != 32:
+                raise ValueError(f"a roll key is 32 bytes; got {len(key)}")
+            self._words = keyed_words(bytes(key))
+        else:
+            assert words is not None
+            self._words = _checked(words)
+        #: Every die drawn so far, ``(faces, value)``, in order: a roll's ``fair.draws``.
+        self.draws: list[tuple[int, int]] = []
+
+    @classmethod
+    def from_words(cls, words: Iterable[int]) -> KeyedDice:
+        """Dice from ``words`` (each ``0 <= w < 2**64``) instead of a key's stream; ``RulesError`` with
+        code ``script_exhausted`` when they run out, so a replay never rolls what it was not given."""
+        return cls(words=words)
+
+    def roll(self, faces: int) -> int:
+        limit = acceptance_limit(faces)
+        for word in self._words:
+            if word < limit:
+                value = word % faces + 1
+                self.draws.append((faces, value))
+                return value
+        raise RulesError("script_exhausted", f"The dice words ran out while rolling a d{faces}.")
+
+    def rolls(self, faces: int, count: int) -> list[int]:
+        """``count`` dice of ``faces`` faces: the same words and draws as ``count`` calls of ``roll``."""
+        roll = self.roll
+        return [roll(faces) for _ in range(count)]
+
+
+def _checked(words: Iterable[int]) -> Iterator[int]:
+    for word in words:
+        if not 0 <= word < WORD_SPACE:
+            raise RulesError("out_of_range", f"A dice word is a 64-bit unsigned integer; got {word}.")
+        yield word
 
 
 class Scripted:
