@@ -432,8 +432,14 @@ class Room:
             "history": history,
             "recovered": recovered,
             "limits": {"fear": self.info.fear_max, "hope": self.info.hope_max},
+            **self._seed_view(),
             **self._manager_view(session),
         }
+
+    def _seed_view(self) -> dict[str, Any]:
+        """The open dice seed's number and commitment (spec/fairness.md), when the room has one."""
+        state = self.committed
+        return {"seed": {"n": state.seed_n, "commit": state.seed_commit}} if state.seed_open else {}
 
     def _manager_view(self, session: Session) -> dict[str, Any]:
         """What only a GM's welcome carries: the roster to manage, and whether the room is archived."""

@@ -100,6 +100,13 @@ class RoomState:
     # ``Room.handle`` asks relay.core.membership.barred. One flag, so a room nobody managed tests one
     # attribute per command as before (it used to test ``archived``).
     managed: bool = False
+    # The room's dice seeds (spec/fairness.md): the last committed seed's number and commitment, whether it
+    # is still open (committed and not revealed), when it was committed (ms) and how many rolls used it.
+    seed_n: int = 0
+    seed_commit: str | None = None
+    seed_open: bool = False
+    seed_opened: int = 0
+    seed_rolls: int = 0
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -117,6 +124,8 @@ class RoomState:
                 ids[request] = (seq, ts)
                 if len(ids) > ROLL_IDS_FLOOR:
                     _forget_old_ids(ids, ts - ROLL_ID_WINDOW_MS)
+            if "fair" in record:
+                self.seed_rolls += 1
             sealed = record.get("sealed")
             if sealed is not None:
                 self.sealed[seq] = Sealed(
@@ -149,6 +158,15 @@ class RoomState:
             self.members.pop(record["member"]["id"], None)
         elif kind in CAMPAIGN_FIELDS:
             self._apply_campaign(kind, record)
+        elif kind == "seed_commit":
+            if self.seed_open or record["n"] != self.seed_n + 1:
+                raise FoldError(f"seed {record['n']} committed at {seq} while seed {self.seed_n} is current")
+            self.seed_n, self.seed_commit, self.seed_open = record["n"], record["commit"], True
+            self.seed_opened, self.seed_rolls = record["ts"], 0
+        elif kind == "seed_reveal":
+            if not self.seed_open or record["n"] != self.seed_n:
+                raise FoldError(f"seed {record['n']} revealed at {seq}, but the open seed is {self.seed_n}")
+            self.seed_open = False
         else:
             raise FoldError(f"unknown event kind {kind!r} at seq {seq}")
         self.seq = seq
@@ -223,6 +241,11 @@ class RoomState:
             invites=self.invites,
             archived=self.archived,
             managed=self.managed,
+            seed_n=self.seed_n,
+            seed_commit=self.seed_commit,
+            seed_open=self.seed_open,
+            seed_opened=self.seed_opened,
+            seed_rolls=self.seed_rolls,
         )
 
     def is_hidden(self, seq: int) -> bool:

@@ -26,6 +26,8 @@ BODY_KEYS = ("seq", "epoch", "ts", "kind", "actor", "visibility", "label", "inte
 #: The keys every event carries on the wire.
 ENVELOPE_KEYS = ("seq", "epoch", "ts", "kind", "actor", "visibility")
 NONCE_BYTES = 32
+#: The public fields of a room's seed events (spec/fairness.md).
+SEED_FIELDS = {"seed_commit": ("n", "commit"), "seed_reveal": ("n", "seed")}
 
 
 def sees_full(visibility: str, roller_id: str, viewer_id: str, viewer_role: str) -> bool:
@@ -50,9 +52,17 @@ def verify(nonce: bytes, blob: bytes, expected: str) -> bool:
     return expected.isascii() and hmac.compare_digest(commitment(nonce, blob), expected)
 
 
+#: What a sealed placeholder shows of a roll's ``fair`` map (spec/fairness.md): enough for each witness to
+#: check its own value at once; the rest is in the blob the reveal publishes.
+SEALED_FAIR_KEYS = ("n", "pending", "witnesses")
+
+
 def body_of(record: Mapping[str, Any]) -> dict[str, Any]:
     """A roll's full event body (what its blob encodes), from its stored record."""
-    return {key: record[key] for key in BODY_KEYS}
+    body = {key: record[key] for key in BODY_KEYS}
+    if "fair" in record:
+        body["fair"] = record["fair"]
+    return body
 
 
 def seal(body: Mapping[str, Any], nonce: bytes | None = None) -> dict[str, Any]:
@@ -103,10 +113,15 @@ def _fill(frame: dict[str, Any], record: Mapping[str, Any], form: str, state: Ro
             assert sealed is not None, "a public roll has no sealed form"
             frame["sealed"] = True
             frame["commitment"] = sealed["commitment"]
+            fair = record.get("fair")
+            if fair is not None:
+                frame["fair"] = {key: fair[key] for key in SEALED_FAIR_KEYS}
             return frame
         frame["label"] = record["label"]
         frame["intent"] = record["intent"]
         frame["result"] = record["result"]
+        if "fair" in record:
+            frame["fair"] = record["fair"]
         if sealed is not None:
             frame["commitment"] = sealed["commitment"]
             revealed = state.sealed.get(record["seq"])
@@ -126,6 +141,9 @@ def _fill(frame: dict[str, Any], record: Mapping[str, Any], form: str, state: Ro
         frame["cause"] = None if cause is None or state.is_hidden(cause) else cause
     elif kind in ("join", "leave"):
         frame["member"] = record["member"]
+    elif kind in SEED_FIELDS:
+        for key in SEED_FIELDS[kind]:
+            frame[key] = record[key]
     else:
         for key in CAMPAIGN_FIELDS.get(kind, ()):
             frame[key] = record[key]
