@@ -37,6 +37,8 @@ declare module "fvtt-types/configuration" {
     "tablerelay.rolls": "all" | "commands";
     "tablerelay.unreachable": "fallback" | "refuse";
     "tablerelay.showVerified": boolean;
+    "tablerelay.daggerheartRolls": boolean;
+    "tablerelay.drawSteelRolls": boolean;
     "tablerelay.token": string;
     "tablerelay.cursor": TableRelayCursor;
     // The Daggerheart system's Fear (registered by that system, type Number), which the module mirrors from

@@ -7,6 +7,7 @@ import { connectedClient } from "./connection.mjs";
 import { METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, signatureOf } from "./messages.mjs";
 import { relayAddress } from "./settings.mjs";
+import { compareClaim, resolveClaim } from "./systems/relayed.mjs";
 
 /** @typedef {import("./module.mjs").TableRelayModule} TableRelayModule */
 
@@ -72,6 +73,14 @@ function wrapEvaluate(/** @type {TableRelayModule} */ module) {
  */
 async function evaluate(/** @type {TableRelayModule} */ module, roll, options, original) {
   if (roll.options?.tablerelay) return original.call(roll, options); // evaluated through us already (a nested call)
+  const claim = module.claims.get(roll);
+  if (claim) {
+    // A game system's roll the relay resolves (systems/): its dice show the faces of the relay's event.
+    const { event } = await resolveClaim(module, roll, claim);
+    const evaluated = await original.call(roll, options);
+    compareClaim(claim, event, roll);
+    return evaluated;
+  }
   /** @type {Partial<Record<string, string>>} the fulfillment method per denomination (d4 … d100) */
   const config = module.game.settings.get("core", "diceConfiguration") ?? {};
   const fallback = module.env.CONFIG.Dice.fulfillment.defaultMethod;
@@ -133,6 +142,12 @@ export function markOwnRoll(/** @type {TableRelayModule} */ module, /** @type {C
   const rolls = message.rolls ?? [];
   if (!rolls.length || !module.rollsThroughRelay()) return;
   const contexts = rolls.map((r) => r.options?.tablerelay);
+  const resolved = contexts.length === 1 ? contexts[0]?.event : undefined;
+  if (resolved) {
+    // A game system's roll the relay resolved: the message shows that relay event, checked as a relay roll.
+    message.updateSource({ flags: { [FLAG_SCOPE]: resolved } });
+    return;
+  }
   const via = contexts.every((c) => c?.via === true);
   /** @type {import("./messages.mjs").MessageFlags} */
   const flags = { via, seqs: contexts.flatMap((c) => c?.seqs ?? []) };

@@ -15,6 +15,7 @@ import { applyDefaultMethod, installDice, markOwnRoll, requestFaces, rollsThroug
 import { FacesBroker } from "./fulfillment.mjs";
 import { decorate, unshown, verdict } from "./marks.mjs";
 import { messagesFor, users } from "./posting.mjs";
+import { installDaggerheart } from "./systems/daggerheart.mjs";
 import { MODULE_ID, connectionValues, localizeChoices, registerSettings, saveConnection } from "./settings.mjs";
 
 export { FACES_TIMEOUT_MS } from "./dice.mjs";
@@ -59,6 +60,12 @@ export class TableRelayModule {
     this.keys = null;
     /** @type {Map<string, string>|null} which message shows each relay event first (check.firstShown), until the chat changes */
     this.shownIndex = null;
+    /** @type {WeakMap<object, import("./systems/relayed.mjs").Claim>} game systems' rolls the relay resolves, until they evaluate */
+    this.claims = new WeakMap();
+    /** @type {Set<string>} relay events (room:epoch:seq) a game system's own message shows: never posted as relay rolls here */
+    this.claimed = new Set();
+    /** @type {Set<Promise<unknown>>} claimed rolls still on their way to the relay */
+    this.inFlight = new Set();
     /** @type {Map<string, { seq: number, ts: number, actor: { id: string, name: string }, values: number[] }>} faces events received, by room:epoch:seq */
     this.faces = new Map();
     this.broker = new FacesBroker({
@@ -148,6 +155,7 @@ export class TableRelayModule {
   init() {
     registerSettings(this);
     installDice(this);
+    installDaggerheart(this);
     const { Hooks } = this.env;
     Hooks.once("i18nInit", () => localizeChoices(this));
     Hooks.on("chatMessage", (/** @type {unknown} */ _log, /** @type {string} */ text) => this.#chatCommand(text));

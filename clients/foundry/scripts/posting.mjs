@@ -88,7 +88,17 @@ export async function postEvent(/** @type {TableRelayModule} */ module, /** @typ
     if (highest === 0 || event.seq <= highest) return;
   }
   if (posterFor(event, module.users()) !== module.game.user.id) return;
+  // A game system's roll of this client's, still on its way: its event may be one the system's message shows.
+  if (module.inFlight.size) await Promise.allSettled([...module.inFlight]);
   const key = `${room}:${event.epoch}:${event.seq}`;
+  if (module.claimed.has(key)) {
+    // Shown by the system's own message; those outside a hidden roll's audience get its sealed card.
+    if (event.kind === "roll" && !module.posted.has(key)) {
+      module.posted.add(key);
+      await postRoll(module, room, event, { sealedOnly: true });
+    }
+    return;
+  }
   const roller = event.kind === "reveal" ? event.roll?.actor?.id : event.actor?.id;
   if (module.posted.has(key) || module.messagesFor(room, event.epoch, event.seq).some((m) => mayPost(module, m, roller))) return;
   module.posted.add(key);
@@ -104,10 +114,11 @@ function rollOf(/** @type {TableRelayModule} */ module, /** @type {any} */ event
   return Roll.fromData(typeof data === "string" ? JSON.parse(data) : data);
 }
 
-async function postRoll(/** @type {TableRelayModule} */ module, /** @type {string} */ room, /** @type {any} */ event) {
+async function postRoll(/** @type {TableRelayModule} */ module, /** @type {string} */ room, /** @type {any} */ event, { sealedOnly = false } = {}) {
   const users = module.users();
   const roll = event.sealed ? null : rollOf(module, event);
   for (const data of rollMessages(event, { room, users, roll, i18n: module.game.i18n })) {
+    if (sealedOnly && !data.flags?.[FLAG_SCOPE]?.sealed) continue;
     await module.env.ChatMessage.create(messageData(data));
   }
 }

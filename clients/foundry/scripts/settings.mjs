@@ -75,6 +75,23 @@ export function registerSettings(/** @type {TableRelayModule} */ module) {
     type: Boolean,
     default: true,
   });
+  // The game systems whose own rolls the relay resolves (scripts/systems/): the world's system's may be turned
+  // off for the world (registered only with that system, so other worlds' settings are unchanged).
+  const systems = /** @type {const} */ ([
+    ["daggerheart", "daggerheartRolls", "TABLERELAY.Settings.daggerheartRolls.Name", "TABLERELAY.Settings.daggerheartRolls.Hint"],
+    ["draw-steel", "drawSteelRolls", "TABLERELAY.Settings.drawSteelRolls.Name", "TABLERELAY.Settings.drawSteelRolls.Hint"],
+  ]);
+  for (const [system, key, name, hint] of systems) {
+    if (module.game.system?.id !== system) continue;
+    settings.register(MODULE_ID, key, {
+      name,
+      hint,
+      scope: "world",
+      config: true,
+      type: Boolean,
+      default: true,
+    });
+  }
   // Tokens are secrets: stored in this browser only (client scope), never in world data every client gets.
   settings.register(MODULE_ID, "token", { scope: "client", config: false, type: String, default: "", onChange: reconnect });
   // The session token and the last event seen, so a reload rejoins as the same participant and resumes.

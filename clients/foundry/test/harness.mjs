@@ -32,7 +32,7 @@ export class World {
    *   module.json's, as a translation module's manifest would add them
    */
   constructor(users, { system = "dnd5e", language = "en", languages = [] } = {}) {
-    this.users = users.map((u) => ({ id: u.id, name: u.name, isGM: Boolean(u.isGM), flags: {} }));
+    this.users = users.map((u) => ({ id: u.id, name: u.name, isGM: Boolean(u.isGM), flags: {}, character: u.character ?? null }));
     this.active = new Set();
     this.worldSettings = new Map();
     this.messages = [];
@@ -92,6 +92,10 @@ export class FoundryClient {
       isGM: u.isGM,
       get active() {
         return world.active.has(u.id);
+      },
+      // The user's assigned character (a game system's actor the test gives the world's user).
+      get character() {
+        return u.character ?? null;
       },
       getFlag: (scope, key) => u.flags[scope]?.[key],
       setFlag: async (scope, key, value) => {

@@ -20,7 +20,8 @@ import { HarnessLocalization, MODULE_ROOT, flatten, manifestLanguages, placehold
 const SCRIPTS = resolve(MODULE_ROOT, "scripts");
 const EN = flatten(readTranslations(resolve(MODULE_ROOT, "lang", "en.json")));
 const sources = Object.fromEntries(
-  readdirSync(SCRIPTS)
+  readdirSync(SCRIPTS, { recursive: true })
+    .map(String)
     .filter((name) => name.endsWith(".mjs"))
     .map((name) => [name, readFileSync(join(SCRIPTS, name), "utf8")]),
 );

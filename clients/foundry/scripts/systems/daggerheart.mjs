@@ -1,0 +1,121 @@
+// The Daggerheart system's duality rolls resolved by the relay (docs/foundry.md, "Daggerheart").
+//
+// Read from the system's source (Foundryborne/daggerheart, module/dice/dhRoll.mjs, d20Roll.mjs and
+// dualityRoll.mjs): `DualityRoll.build(config)` calls the hooks `daggerheart.preRollDuality(config, message)`,
+// then, once its dialog has the final choices and the roll is built,
+// `daggerheart.postDualityRollConfiguration(roll, config, message)` (synchronous: returning false stops the
+// roll), evaluates the roll (dice[0] the Hope d12, dice[1] the Fear d12, dice[2] the advantage d6 when there is
+// advantage or disadvantage), and then `daggerheart.postRollDuality(config, message)`. Its Hope, Fear and
+// Stress bookkeeping (addDualityResourceUpdates) is skipped when `config.skips.resources` is set.
+//
+// At postDualityRollConfiguration the module sends a `daggerheart.duality` intent from that configuration and
+// sets `config.skips.resources`; the roll's dice take the relay's faces (relayed.mjs), and the relay's
+// resource events are written into the roller's character's Hope (here) and the system's Fear setting (the lead
+// GM's mirror, connection.mjs). A roll the rules core does not cover (a rally die, dice among the modifiers,
+// more than one Experience, other dice sizes) stays the system's own, with the relay's faces.
+
+import { claimRoll, isMine, relayResolves, visibilityFor } from "./relayed.mjs";
+
+/** @typedef {import("../module.mjs").TableRelayModule} TableRelayModule */
+
+export const SYSTEM_ID = "daggerheart";
+
+/** Hook the system's duality rolls and the relay's Hope events (init), when Daggerheart is the world's system. */
+export function installDaggerheart(/** @type {TableRelayModule} */ module) {
+  if (module.game.system?.id !== SYSTEM_ID) return;
+  /** @type {any} the system's own hooks, which fvtt-types does not declare */
+  const Hooks = module.env.Hooks;
+  Hooks.on("daggerheart.postDualityRollConfiguration", (/** @type {any} */ roll, /** @type {any} */ config) => {
+    dualityConfigured(module, roll, config);
+  });
+  Hooks.on("tablerelay.event", (/** @type {any} */ event) => mirrorHope(module, event));
+}
+
+/** The sum of a list of numbers, or null when any entry is not a whole number. */
+function sum(/** @type {unknown[]} */ values) {
+  let total = 0;
+  for (const v of values) {
+    if (!Number.isInteger(v)) return null;
+    total += /** @type {number} */ (v);
+  }
+  return total;
+}
+
+/** A term is one die of `faces` faces. */
+function oneDie(/** @type {any} */ term, /** @type {number} */ faces) {
+  return Boolean(term) && Number(term.faces) === faces && Number(term.number) === 1;
+}
+
+/**
+ * The `daggerheart.duality` intent for a configured DualityRoll, or null where the rules core does not cover it.
+ * @param {any} roll  the system's DualityRoll, built from the final configuration
+ * @param {any} config  its configuration (roll.options is the same object in the system)
+ * @returns {import("../client.mjs").Intent|null}
+ */
+export function dualityIntent(roll, config) {
+  const options = config?.roll ?? {};
+  const mode = Number(options.advantage?.type ?? options.advantage ?? 0);
+  const dice = roll?.dice ?? [];
+  const advantaged = mode === 1 || mode === -1;
+  if (dice.length !== (advantaged ? 3 : 2) || !oneDie(dice[0], 12) || !oneDie(dice[1], 12)) return null;
+  if (advantaged && !oneDie(dice[2], 6)) return null;
+  // The system's modifiers: the trait, bonuses, and each Experience used (d20Roll.mjs, configureModifiers).
+  const total = sum((options.modifiers ?? []).map((/** @type {any} */ m) => m?.value));
+  if (total === null) return null; // a modifier of dice: not the rules core's duality roll
+  const known = config?.data?.system?.experiences ?? {};
+  const used = (Array.isArray(config?.experiences) ? config.experiences : []).filter((/** @type {string} */ key) => known[key]);
+  if (used.length > 1) return null; // each Experience costs a Hope; the rules core spends one
+  const experience = used.length ? Number(known[used[0]].value) : 0;
+  if (!Number.isInteger(experience) || experience < 0) return null;
+  /** @type {import("../client.mjs").Intent} */
+  const intent = { system: "daggerheart.duality", modifier: total - experience };
+  if (mode === 1) intent.advantage = 1;
+  if (mode === -1) intent.disadvantage = 1;
+  if (experience > 0) Object.assign(intent, { experience, spend_hope: true });
+  const difficulty = Number(options.difficulty);
+  if (options.difficulty !== null && options.difficulty !== undefined && options.difficulty !== "" && Number.isInteger(difficulty)) {
+    intent.difficulty = difficulty;
+  }
+  if (config?.actionType === "reaction" || roll?.options?.actionType === "reaction") intent.reaction = true;
+  return intent;
+}
+
+/** Which of a DualityRoll's dice show which of the relay's faces: Hope, Fear, then the advantage die. */
+export function dualityFaces(/** @type {any} */ roll, /** @type {any} */ result) {
+  const dice = roll.dice ?? [];
+  /** @type {Array<[any, number[]]>} */
+  const faces = [
+    [dice[0], [Number(result.hope_die)]],
+    [dice[1], [Number(result.fear_die)]],
+  ];
+  if (result.advantage_die !== null && result.advantage_die !== undefined && dice[2]) faces.push([dice[2], [Math.abs(Number(result.advantage_die))]]);
+  return faces;
+}
+
+/** daggerheart.postDualityRollConfiguration: the relay resolves the roll, the system keeps no resources for it. */
+function dualityConfigured(/** @type {TableRelayModule} */ module, /** @type {any} */ roll, /** @type {any} */ config) {
+  if (!relayResolves(module, "daggerheartRolls") || !config || config.tagTeamSelected) return;
+  const intent = dualityIntent(roll, config);
+  if (!intent) return;
+  config.skips = { ...(config.skips ?? {}), resources: true };
+  const label = typeof config.title === "string" ? config.title : typeof roll.title === "string" ? roll.title : undefined;
+  claimRoll(module, roll, intent, {
+    visibility: visibilityFor(module, config.selectedRollMode ?? roll.options?.rollMode),
+    label,
+    faces: (result) => dualityFaces(roll, result),
+  });
+}
+
+/**
+ * A Hope event of this user's participant: the relay's value written into the user's assigned character
+ * (`system.resources.hope.value`, the system's actor data), so the sheet shows the relay's Hope.
+ */
+function mirrorHope(/** @type {TableRelayModule} */ module, /** @type {any} */ event) {
+  if (event?.kind !== "resource" || event.name !== "hope" || !isMine(module, event.participant)) return;
+  if (module.setting("daggerheartRolls") === false) return;
+  /** @type {any} the system's character actor */
+  const actor = module.game.user.character;
+  const value = Number(event.value);
+  if (!actor || !Number.isInteger(value) || actor.system?.resources?.hope?.value === value) return;
+  void actor.update({ "system.resources.hope.value": value });
+}
