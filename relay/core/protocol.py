@@ -36,6 +36,7 @@ ERROR_CODES = (
     "internal",
     "archived",
     "removed",
+    "store_full",
 )
 MAX_NAME = 100
 #: The GM's campaign-management frames (parsed here; relay.core.membership handles them).

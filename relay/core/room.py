@@ -365,19 +365,22 @@ class Room:
             actions.extend(pending.effects)
         return actions
 
-    def failed_append(self, pending: Pending, conflict: bool) -> list[Action]:
-        """``pending`` was not stored: answer its requesters and, once per failure, rebuild ``pending``."""
+    def failed_append(self, pending: Pending, conflict: bool, *, full: bool = False) -> list[Action]:
+        """``pending`` was not stored: answer its requesters and, once per failure, rebuild ``pending``.
+
+        ``full``: the store had no room for it (a full disk, a stream at its byte limit)."""
         self.inflight.pop(pending, None)
         if pending.generation == self.generation:
             # Everything applied after the committed state is void; queued appends behind this one will
             # fail their expected-seq check and be answered here too (with an older generation).
             self.generation += 1
             self.pending = self.committed.copy()
-        code, message = (
-            ("conflict", "The room changed while this was being stored; try again.")
-            if conflict
-            else ("internal", "The server could not store this; try again.")
-        )
+        if conflict:
+            code, message = "conflict", "The room changed while this was being stored; try again."
+        elif full:
+            code, message = "store_full", "The server's storage is full; nothing was stored. Try again later."
+        else:
+            code, message = "internal", "The server could not store this; try again."
         return [Send(session, protocol.error_frame(code, message, rid)) for session, rid in pending.acks]
 
     def remote(self, records: Sequence[dict[str, Any]]) -> list[Action]:

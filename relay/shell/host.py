@@ -82,6 +82,11 @@ class HttpHost(Host, Protocol):
     def lag(self) -> LoopLag: ...
 
     @property
+    def store_full(self) -> bool:
+        """The last append failed for want of space (``relay.storage.base.StoreFull``)."""
+        ...
+
+    @property
     def published_keys(self) -> bytes:
         """The key set as ``/.well-known/tablerelay-keys.json`` serves it."""
         ...

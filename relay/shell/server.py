@@ -36,7 +36,7 @@ from relay.shell.http.routes import Routes
 from relay.shell.keepalive import Keepalive
 from relay.shell.observe.looplag import LoopLag
 from relay.shell.observe.metrics import Metrics
-from relay.storage.base import Conflict, EventLog
+from relay.storage.base import Conflict, EventLog, StoreFull
 from relay.trust import tokens
 from relay.trust.forms import Forms
 from relay.trust.nonces import NoncePool
@@ -91,6 +91,9 @@ class Relay:
         self._pending_outboxes: dict[Outbox, None] = {}
         self._tick_scheduled = False
         self.stopping = False
+        # The last append failed for want of space (a full disk, a stream at its byte limit): /healthz
+        # says so, and the log says it once, and once again when an append succeeds.
+        self.store_full = False
         self._inflight: set[Pending] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -174,6 +177,9 @@ class Relay:
         if error is not None:
             self._failed(handle, pending, error)
             return
+        if self.store_full:
+            self.store_full = False
+            logger.info("store_writable", room=handle.room.id, seq=pending.last)
         for session, _ in pending.acks:
             conn = handle.sessions.get(session)
             if conn is not None:
@@ -219,6 +225,7 @@ class Relay:
 
     def _failed(self, handle: RoomHandle, pending: Pending, error: BaseException) -> None:
         conflict = isinstance(error, Conflict)
+        full = isinstance(error, StoreFull)
         retried = False
         if conflict and self.retries is not None:
             assert isinstance(error, Conflict)
@@ -226,6 +233,14 @@ class Relay:
             retried = self.retries.take(handle, pending, error)
         elif conflict:
             logger.warning("append_conflict", room=handle.room.id, expected=pending.expected)
+        elif full:
+            if not self.store_full:  # once, not per refused roll
+                self.store_full = True
+                logger.error(
+                    "store_full",
+                    error=str(error),
+                    hint="rolls and spends are refused until there is space again; they resume by themselves",
+                )
         else:
             logger.error(
                 "append_failed",
@@ -234,7 +249,7 @@ class Relay:
                 error=type(error).__name__,
                 exc_info=error,
             )
-        self.execute(handle, handle.room.failed_append(pending, conflict))
+        self.execute(handle, handle.room.failed_append(pending, conflict, full=full))
         if retried:
             return
         for done in pending.done:
@@ -430,7 +445,8 @@ class Relay:
         self.metrics.connections.set(len(self.connections))
         structlog.contextvars.bind_contextvars(room=room.id, participant=session.id)
         logger.info("joined", role=session.role, resume=hello.resume is not None)
-        if join is not None and not await self._wait(handle, join):
+        stored = join is None or await self._wait(handle, join)
+        if not stored and not self.store_full:  # a full store keeps welcoming: the join is not stored
             await self._refuse(conn, 1011, "The server could not store your arrival; try again.")
             return None
         welcome = await self._welcome(handle, session, hello)

@@ -55,9 +55,11 @@ class Routes:
                 return _response(refused[0], f"{refused[1]}\n".encode(), "text/plain; charset=utf-8")
             return None
         if path == "/healthz":
+            full = self.host.store_full  # still 200: reads, welcomes and resumes are served
             body = json.dumps(
                 {
-                    "status": "ok",
+                    "status": "degraded" if full else "ok",
+                    "store": "full" if full else "ok",
                     "rooms": len(self.host.rooms),
                     "connections": len(self.host.connections),
                     "uptime": round(time.time() - self.host.started, 3),
