@@ -1,0 +1,425 @@
+"""Provably fair rolls (spec/fairness.md): the derivation of a roll's dice, and the check of a room's log.
+
+Pure: no I/O, no clock, no randomness of its own. The server calls the derivation to make a roll
+(``transcript``, ``dice``, then ``fair_map`` with the dice's draws); anyone holding a room's export calls
+``verify_fair`` to recompute every roll from it. ``tests/spec_fairness.py`` is a second implementation,
+written from the spec alone, that the tests hold this one to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from relay.core.canonical import CanonicalError, canonical
+from relay.core.protocol import event_values
+from rules import resolve
+from rules.rng import WORD_SPACE, KeyedDice
+
+SEED_DOMAIN = b"tablerelay-seed-v1\x00"
+PENDING_DOMAIN = b"tablerelay-pending-v1\x00"
+KEY_DOMAIN = b"tablerelay-fair-v1\x00"
+#: A dice seed and a pending nonce are 32 bytes; a roller seed or a witness value 16 to 64.
+SEED_BYTES = 32
+NONCE_BYTES = 32
+CONTRIBUTION_BYTES = (16, 64)
+#: The keys of a roll's ``fair`` map in its full form.
+FAIR_KEYS = ("n", "seed", "pending", "nonce", "witnesses", "draws")
+
+FAIR = "fair"
+UNWITNESSED = "unwitnessed"
+AWAITING = "awaiting seed"
+SEALED = "sealed"
+FAILED = "failed"
+VERDICTS = (FAIR, UNWITNESSED, AWAITING, SEALED, FAILED)
+
+
+# -- the derivation ----------------------------------------------------------------------------------------
+
+
+def seed_commit(room: str, n: int, seed: bytes) -> str:
+    """A ``seed_commit`` event's ``commit``: hex SHA-256 of ``b"tablerelay-seed-v1\\x00" + room + b"\\x00" +
+    u64be(n) + S_n``."""
+    data = SEED_DOMAIN + room.encode("utf-8") + b"\x00" + n.to_bytes(8, "big") + seed
+    return hashlib.sha256(data).hexdigest()
+
+
+def pending_commit(intent: Any, label: str | None, nonce: bytes) -> str:
+    """A ``pending`` event's ``commit``: hex ``H(b"tablerelay-pending-v1\\x00" + canonical({intent, label,
+    nonce}))``, with ``intent`` and ``label`` exactly as the roll's full event will carry them."""
+    body = canonical({"intent": intent, "label": label, "nonce": nonce})
+    return hashlib.sha256(PENDING_DOMAIN + body).hexdigest()
+
+
+def sorted_witnesses(values: Mapping[str, bytes]) -> list[list[Any]]:
+    """``[[participant id, value], …]`` sorted by the id's UTF-8 bytes, as the transcript holds them."""
+    return [[pid, values[pid]] for pid in sorted(values, key=lambda pid: pid.encode("utf-8"))]
+
+
+def transcript(
+    *,
+    room: str,
+    n: int,
+    roller: str,
+    visibility: str,
+    intent: Any,
+    label: str | None,
+    seed: bytes | None,
+    pending: int | None,
+    nonce: bytes | None,
+    witnesses: Sequence[Sequence[Any]],
+) -> dict[str, Any]:
+    """The transcript map a roll's key is derived from. ``seed`` is the roller seed of an unwitnessed roll
+    (``None`` for a witnessed one); ``pending`` and ``nonce`` the pending event's seq and nonce, or ``None``;
+    ``witnesses`` already sorted (``sorted_witnesses``)."""
+    return {
+        "room": room,
+        "n": n,
+        "roller": roller,
+        "visibility": visibility,
+        "intent": intent,
+        "label": label,
+        "seed": seed,
+        "pending": pending,
+        "nonce": nonce,
+        "witnesses": [[pid, value] for pid, value in witnesses],
+    }
+
+
+def event_transcript(room: str, event: Mapping[str, Any]) -> dict[str, Any]:
+    """The transcript of a roll from its full event (its ``fair`` map holds the pending's seq and nonce,
+    so the pending event itself adds nothing). ``KeyError`` or ``TypeError`` on an event that is not one."""
+    fair = event["fair"]
+    return transcript(
+        room=room,
+        n=fair["n"],
+        roller=event["actor"]["id"],
+        visibility=event["visibility"],
+        intent=event["intent"],
+        label=event.get("label"),
+        seed=fair["seed"],
+        pending=fair["pending"],
+        nonce=fair["nonce"],
+        witnesses=fair["witnesses"],
+    )
+
+
+def roll_key(seed: bytes, transcript: Mapping[str, Any]) -> bytes:
+    """``K = HMAC(S_n, b"tablerelay-fair-v1\\x00" + canonical(transcript))``: 32 bytes."""
+    return hmac.digest(seed, KEY_DOMAIN + canonical(dict(transcript)), hashlib.sha256)
+
+
+def dice(seed: bytes, transcript: Mapping[str, Any]) -> KeyedDice:
+    """The random source for the roll: hand it to ``rules.resolve(intent, rng=...)``, then read its
+    ``draws`` into ``fair_map``."""
+    return KeyedDice(roll_key(seed, transcript))
+
+
+def fair_map(transcript: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[str, Any]:
+    """A roll's ``fair`` map (its full form) from its transcript and its dice's ``draws``."""
+    return {
+        "n": transcript["n"],
+        "seed": transcript["seed"],
+        "pending": transcript["pending"],
+        "nonce": transcript["nonce"],
+        "witnesses": [list(pair) for pair in transcript["witnesses"]],
+        "draws": [[faces, value] for faces, value in draws],
+    }
+
+
+def outside_contribution(fair: Mapping[str, Any], roller: str, roller_is_gm: bool) -> bool:
+    """Whether someone other than the operator's side contributed: a roller seed or witness value from a
+    roller who is not a GM, or a witness value from anyone but the roller. A GM's own seed never counts (the
+    GM may be the operator)."""
+    if fair.get("seed") is not None and not roller_is_gm:
+        return True
+    return any(pid != roller or not roller_is_gm for pid, _ in fair.get("witnesses") or ())
+
+
+# -- verdicts ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One roll's verdict (or a failure found at a pending or seed event): ``verdict`` is one of
+    ``VERDICTS``; ``reason`` says why in a sentence; ``witnesses`` counts the witness values the roll
+    carries."""
+
+    seq: int
+    verdict: str
+    reason: str
+    witnesses: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == FAILED
+
+    @property
+    def text(self) -> str:
+        """``"12  fair (2 witnesses): …"``, one line for a table of verdicts."""
+        head = self.verdict
+        if self.verdict == FAIR and self.witnesses:
+            head += f" ({self.witnesses} witness{'' if self.witnesses == 1 else 'es'})"
+        return f"{self.seq}  {head}: {self.reason}" if self.reason else f"{self.seq}  {head}"
+
+
+class _Failure(Exception):
+    """A check that failed; its message is the verdict's reason."""
+
+
+@dataclass
+class _Seeds:
+    """Where each dice seed was committed and revealed in the log, and what each reveal showed."""
+
+    committed: dict[int, int]  # n -> seq of its seed_commit
+    revealed: dict[int, int]  # n -> seq of its seed_reveal
+    seeds: dict[int, bytes]  # n -> the revealed seed, when it matches its commit
+    bad_reveal: dict[int, str]  # n -> why its reveal does not count
+
+
+def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str) -> dict[int, Verdict]:
+    """Every roll's verdict in a room's log, by seq, with a failure for each pending or seed event that
+    breaks the contract (spec/fairness.md, "Verifying a roll").
+
+    ``events`` are the room's events as an export holds them, in any order (a stored export's full forms;
+    in a public one, a sealed roll not yet revealed is a placeholder and gets ``sealed``). Items that are
+    not events (an export's header) are skipped. Never raises on what a file holds: a malformed event is
+    a ``failed`` verdict.
+    """
+    log = sorted(
+        (e for e in events if isinstance(e, Mapping) and isinstance(e.get("seq"), int) and "kind" in e),
+        key=lambda e: int(e["seq"]),
+    )
+    out: dict[int, Verdict] = {}
+    seeds = _seed_events(log, room_id, out)
+    pendings = {int(e["seq"]): e for e in log if e["kind"] == "pending"}
+    used: dict[int, int] = {}  # pending seq -> the roll that named it
+    for event in log:
+        if event["kind"] != "roll":
+            continue
+        seq = int(event["seq"])
+        try:
+            out[seq] = _check_roll(event, room_id, seeds, pendings, used)
+        except _Failure as exc:
+            out[seq] = Verdict(seq, FAILED, str(exc), _count(event))
+    for seq in pendings:
+        if seq not in used and seq not in out:
+            out[seq] = Verdict(seq, FAILED, "this pending roll was never made (no roll names it)")
+    return dict(sorted(out.items()))
+
+
+def _count(event: Mapping[str, Any]) -> int:
+    fair = event.get("fair")
+    witnesses = fair.get("witnesses") if isinstance(fair, Mapping) else None
+    return len(witnesses) if isinstance(witnesses, list) else 0
+
+
+def _seed_events(log: Sequence[Mapping[str, Any]], room: str, out: dict[int, Verdict]) -> _Seeds:
+    """Walk the seed events in order; a failure for each that breaks the sequence or its commit."""
+    found = _Seeds({}, {}, {}, {})
+    commits: dict[int, str] = {}
+    current, is_open = 0, False
+    for event in log:
+        kind, seq = event["kind"], int(event["seq"])
+        if kind not in ("seed_commit", "seed_reveal"):
+            continue
+        n = event.get("n")
+        if type(n) is not int:
+            out[seq] = Verdict(seq, FAILED, f"this {kind} names no seed number")
+            continue
+        if kind == "seed_commit":
+            commit = event.get("commit")
+            if is_open or n != current + 1:
+                why = f"seed {current} is still open" if is_open else f"the seed before it was {current}"
+                out[seq] = Verdict(seq, FAILED, f"seed {n} is committed out of turn ({why})")
+            if n in found.committed:
+                continue  # the first commit of a number is the one that binds it
+            found.committed[n], current, is_open = seq, n, True
+            commits[n] = commit if isinstance(commit, str) else ""
+            continue
+        seed = event.get("seed")
+        if n in found.revealed:
+            out[seq] = Verdict(seq, FAILED, f"seed {n} was already revealed at seq {found.revealed[n]}")
+            continue
+        found.revealed[n] = seq
+        if n not in commits:
+            reason = f"seed {n} is revealed at seq {seq} but was never committed"
+        elif not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
+            reason = f"seed {n}'s reveal at seq {seq} does not hold a {SEED_BYTES}-byte seed"
+        elif seed_commit(room, n, seed) != commits[n]:  # public values: no secret to time
+            reason = f"seed {n}'s reveal at seq {seq} does not match its commit at seq {found.committed[n]}"
+        else:
+            found.seeds[n] = seed
+            if n == current:
+                is_open = False
+            continue
+        found.bad_reveal[n] = reason
+        out[seq] = Verdict(seq, FAILED, reason)
+        if n == current:
+            is_open = False
+    return found
+
+
+def _bytes_between(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, bytes) and low <= len(value) <= high
+
+
+def _fair_fields(event: Mapping[str, Any], full: bool) -> Mapping[str, Any]:
+    """The roll's ``fair`` map, its shape checked (every key of the full form when ``full``)."""
+    fair = event.get("fair")
+    if not isinstance(fair, Mapping):
+        raise _Failure("the roll carries no 'fair' map: its dice follow from no committed seed")
+    for key in FAIR_KEYS if full else ("n", "pending", "witnesses"):
+        if key not in fair:
+            raise _Failure(f"its 'fair' map has no {key!r}")
+    if type(fair["n"]) is not int or (fair["pending"] is not None and type(fair["pending"]) is not int):
+        raise _Failure("its 'fair' map's 'n' or 'pending' is not a whole number")
+    witnesses = fair["witnesses"]
+    if not isinstance(witnesses, list) or not all(
+        isinstance(w, list | tuple) and len(w) == 2 and isinstance(w[0], str) for w in witnesses
+    ):
+        raise _Failure("its witnesses are not a list of [participant id, value] pairs")
+    ids = [w[0].encode("utf-8") for w in witnesses]
+    if ids != sorted(set(ids)):
+        raise _Failure("its witnesses are not sorted by participant id, or one is listed twice")
+    if not all(_bytes_between(w[1], *CONTRIBUTION_BYTES) for w in witnesses):
+        raise _Failure("a witness value is not 16 to 64 bytes")
+    if not full:
+        return fair
+    if fair["seed"] is not None and not _bytes_between(fair["seed"], *CONTRIBUTION_BYTES):
+        raise _Failure("its roller seed is not 16 to 64 bytes")
+    draws = fair["draws"]
+    if not isinstance(draws, list) or not all(
+        isinstance(d, list | tuple)
+        and len(d) == 2
+        and type(d[0]) is int
+        and type(d[1]) is int
+        and 1 <= d[1] <= d[0] <= WORD_SPACE
+        for d in draws
+    ):
+        raise _Failure("its draws are not a list of [faces, value] with 1 <= value <= faces <= 2**64")
+    return fair
+
+
+def _check_seed_in_use(n: int, seq: int, pending: int | None, seeds: _Seeds) -> None:
+    committed = seeds.committed.get(n)
+    if committed is None or committed > seq:
+        raise _Failure(f"it uses seed {n}, which was not committed before it")
+    revealed = seeds.revealed.get(n)
+    if revealed is not None and revealed < seq:
+        if pending is not None and pending < revealed:
+            raise _Failure(
+                f"seed {n} was revealed at seq {revealed} while its pending at seq {pending} was open"
+            )
+        raise _Failure(f"it uses seed {n} after that seed's reveal at seq {revealed}")
+    if pending is not None and committed > pending:
+        raise _Failure(f"its pending at seq {pending} came before seed {n} was committed")
+
+
+def _check_pending(
+    event: Mapping[str, Any],
+    fair: Mapping[str, Any],
+    pendings: Mapping[int, Mapping[str, Any]],
+    used: dict[int, int],
+    full: bool,
+) -> None:
+    seq, at = int(event["seq"]), fair["pending"]
+    if at is None:
+        if fair["witnesses"] or (full and fair["nonce"] is not None):
+            raise _Failure("it names no pending, yet carries witnesses or a nonce")
+        return
+    pending = pendings.get(at)
+    if pending is None or at >= seq:
+        raise _Failure(f"it names a pending at seq {at}, and there is no pending event there before it")
+    if at in used:
+        raise _Failure(f"the pending at seq {at} was already used by the roll at seq {used[at]}")
+    used[at] = seq
+    roller = event["actor"]["id"]
+    if pending.get("roller") != roller or pending.get("visibility") != event.get("visibility"):
+        raise _Failure(f"its pending at seq {at} is for another roller or visibility")
+    if pending.get("n") != fair["n"]:
+        raise _Failure(f"its pending at seq {at} names seed {pending.get('n')}, the roll seed {fair['n']}")
+    asked = pending.get("asked")
+    if not isinstance(asked, list) or any(pid not in asked for pid, _ in fair["witnesses"]):
+        raise _Failure(f"a witness value comes from someone its pending at seq {at} did not ask")
+    if not full:
+        return
+    if fair["seed"] is not None:
+        raise _Failure("a witnessed roll carries a roller seed (its transcript's seed is nil)")
+    nonce = fair["nonce"]
+    if not isinstance(nonce, bytes) or len(nonce) != NONCE_BYTES:
+        raise _Failure(f"a witnessed roll's nonce is not {NONCE_BYTES} bytes")
+    expected = pending_commit(event.get("intent"), event.get("label"), nonce)
+    commit = pending.get("commit")
+    if commit != expected:
+        raise _Failure(f"its pending's commit (seq {at}) does not match its intent, label and nonce")
+
+
+def _check_result(event: Mapping[str, Any], draws: Sequence[Sequence[int]]) -> None:
+    """The rules core, given exactly ``draws``, asks for those dice and gives the stored result."""
+    # A value v on a die of f faces is the word v - 1 (always kept, since v - 1 < f <= its limit).
+    replay = KeyedDice.from_words(value - 1 for _, value in draws)
+    try:
+        result = event_values(resolve(event["intent"], rng=replay))
+    except Exception as exc:  # a verifier reads what anyone wrote: any refusal is a verdict, not a crash
+        raise _Failure(f"the rules core cannot resolve its intent from its draws ({exc})") from exc
+    if replay.draws != [(faces, value) for faces, value in draws]:
+        wanted = len(replay.draws)
+        raise _Failure(f"the rules core draws other dice for its intent ({wanted} of {len(draws)} match)")
+    try:
+        same = canonical(result) == canonical(event.get("result"))
+    except CanonicalError:
+        same = False
+    if not same:
+        raise _Failure("the rules core resolving its intent from its draws gives another result")
+
+
+def _check_stream(event: Mapping[str, Any], room: str, seed: bytes, draws: Sequence[Sequence[int]]) -> None:
+    try:
+        stream = dice(seed, event_transcript(room, event))
+    except CanonicalError as exc:
+        raise _Failure(f"its transcript has no canonical encoding ({exc})") from exc
+    for i, (faces, value) in enumerate(draws, 1):
+        got = stream.roll(faces)
+        if got != value:
+            raise _Failure(f"draw {i} is {value} on a d{faces}; the seed and transcript give {got}")
+
+
+def _check_roll(
+    event: Mapping[str, Any],
+    room: str,
+    seeds: _Seeds,
+    pendings: Mapping[int, Mapping[str, Any]],
+    used: dict[int, int],
+) -> Verdict:
+    seq = int(event["seq"])
+    actor = event.get("actor")
+    if not isinstance(actor, Mapping) or not isinstance(actor.get("id"), str):
+        raise _Failure("the roll names no roller")
+    # A public export keeps a hidden roll not yet revealed as a placeholder: only its fair map's public
+    # part can be checked until the reveal.
+    full = "result" in event
+    fair = _fair_fields(event, full)
+    n = fair["n"]
+    _check_seed_in_use(n, seq, fair["pending"], seeds)
+    _check_pending(event, fair, pendings, used, full)
+    count = len(fair["witnesses"])
+    if not full:
+        return Verdict(seq, SEALED, "a hidden roll not yet revealed", count)
+    draws = fair["draws"]
+    _check_result(event, draws)
+    if n in seeds.bad_reveal:
+        raise _Failure(seeds.bad_reveal[n])
+    seed = seeds.seeds.get(n)
+    if seed is None:
+        return Verdict(seq, AWAITING, f"seed {n} is not revealed yet", count)
+    _check_stream(event, room, seed, draws)
+    if outside_contribution(fair, actor["id"], actor.get("role") == "gm"):
+        who = f"{count} witness value{'' if count == 1 else 's'}" if count else "the roller's seed"
+        return Verdict(seq, FAIR, f"recomputed from seed {n} and {who}", count)
+    return Verdict(
+        seq, UNWITNESSED, f"recomputed from seed {n}; no contribution from outside the server", count
+    )
