@@ -80,4 +80,11 @@ class Effect:
     __slots__ = ()
 
 
-Action = Send | Append | Broadcast | Effect
+@dataclass(frozen=True)
+class PrepareSeed:
+    """Draw and store the room's dice seed ``n`` (spec/fairness.md), then hand it to the room."""
+
+    n: int
+
+
+Action = Send | Append | Broadcast | PrepareSeed | Effect

@@ -39,6 +39,9 @@ ERROR_CODES = (
     "store_full",
 )
 MAX_NAME = 100
+#: A roller seed's bounds in bytes (spec/fairness.md).
+SEED_MIN = 16
+SEED_MAX = 64
 #: The GM's campaign-management frames (parsed here; relay.core.membership handles them).
 MANAGE_TYPES = ("rename", "merge", "kick", "invites", "archive")
 MAX_DEPTH = 16  # nesting allowed inside an intent; deeper structures are not a roll anyone means
@@ -84,6 +87,15 @@ class Roll:
     intent: dict[str, Any]
     visibility: str
     label: str | None
+    seed: bytes | None = None  # the roller's contribution to its dice (spec/fairness.md)
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A GM's ``{"t": "seed", "id", "op": "reveal"}``: reveal the room's open dice seed now."""
+
+    id: str
+    op: str
 
 
 @dataclass(frozen=True)
@@ -178,7 +190,7 @@ def _parse_manage(kind: str, raw: Mapping[str, Any], rid: str) -> ManageFrame:
     return Archive(rid)
 
 
-Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | ManageFrame"
+Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | Seed | ManageFrame"
 
 
 # msgspec's compiled encoder writes the bytes ``msgpack.packb(frame, use_bin_type=True)`` does (keys in
@@ -378,7 +390,12 @@ def _parse_roll(raw: Mapping[str, Any], rid: str, limits: Limits) -> Roll:
             raise FrameError(
                 "bad_frame", f"A roll's 'label' may be at most {limits.max_label} characters.", rid
             )
-    return Roll(rid, intent, visibility, label)
+    seed = raw.get("seed")
+    if seed is not None and not (isinstance(seed, bytes) and SEED_MIN <= len(seed) <= SEED_MAX):
+        raise FrameError(
+            "bad_frame", f"A roll's 'seed' must be {SEED_MIN} to {SEED_MAX} bytes (binary), if sent.", rid
+        )
+    return Roll(rid, intent, visibility, label, seed)
 
 
 def _parse_reveal(raw: Mapping[str, Any], rid: str) -> Reveal:
@@ -420,13 +437,13 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
     kind = raw.get("t")
     if kind == "hello":
         return _parse_hello(raw)
-    if kind not in ("roll", "reveal", "resource", "ping", *MANAGE_TYPES):
+    if kind not in ("roll", "reveal", "resource", "ping", "seed", *MANAGE_TYPES):
         rid = raw.get("id")
         known = isinstance(rid, str) and 0 < len(rid) <= limits.max_request_id
         shown = repr(kind)[:40] if isinstance(kind, str) else "missing"
         raise FrameError(
             "bad_frame",
-            f"Unknown frame type {shown}; the types are hello, roll, reveal, resource, ping, "
+            f"Unknown frame type {shown}; the types are hello, roll, reveal, resource, ping, seed, "
             f"{', '.join(MANAGE_TYPES)}.",
             rid if known else None,
         )
@@ -439,4 +456,8 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
         return _parse_resource(raw, rid)
     if kind in MANAGE_TYPES:
         return _parse_manage(kind, raw, rid)
+    if kind == "seed":
+        if raw.get("op") != "reveal":
+            raise FrameError("bad_frame", "A seed frame's 'op' must be \"reveal\".", rid)
+        return Seed(rid, "reveal")
     return Ping(rid)

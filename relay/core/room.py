@@ -26,10 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import rules
-from relay.core import membership, protocol, visibility
-from relay.core.actions import Action, Append, Broadcast, Pending, Refused, Send, Session
+from relay.core import fairness, membership, protocol, visibility
+from relay.core.actions import Action, Append, Broadcast, Pending, PrepareSeed, Refused, Send, Session
 from relay.core.claims import Claims
 from relay.core.info import RoomInfo
+from relay.core.seeds import RoomSeeds
 from relay.core.state import Member, RoomState
 from relay.settings.config import Limits
 from rules.errors import RulesError
@@ -60,6 +61,7 @@ class Room:
         clock: Callable[[], int] = now_ms,
         make_id: Callable[[], str] = new_id,
         nonce: Callable[[], bytes] | None = None,
+        seeds: Mapping[int, bytes] | None = None,
     ) -> None:
         self.info = info
         self.limits = limits
@@ -75,6 +77,8 @@ class Room:
         self._clock = clock
         self._make_id = make_id
         self._nonce = nonce
+        # Fair dice (spec/fairness.md) when the shell hands the room its stored seeds; else SecureDice.
+        self.seeds = RoomSeeds(info.id, seeds, limits) if seeds is not None else None
 
     @property
     def id(self) -> str:
@@ -98,13 +102,20 @@ class Room:
         record.update(fields)
         return record
 
-    def _append(self, records: list[dict[str, Any]], ack: tuple[Session, str] | None = None) -> Pending:
-        """Apply ``records`` to ``pending`` and wrap them for the log."""
+    def _append(
+        self,
+        records: list[dict[str, Any]],
+        ack: tuple[Session, str] | None = None,
+        *,
+        ack_seq: int | None = None,
+    ) -> Pending:
+        """Apply ``records`` to ``pending`` and wrap them for the log; the ack names ``ack_seq`` (the first
+        record's seq unless given: a roll's seed events come before it)."""
         pending = Pending(records=records, expected=self.pending.seq, generation=self.generation)
         for record in records:
             self.pending.apply(record)
         if ack is not None:
-            pending.ack_seq = records[0]["seq"]
+            pending.ack_seq = records[0]["seq"] if ack_seq is None else ack_seq
             pending.acks.append(ack)
         self.inflight[pending] = None
         return pending
@@ -203,6 +214,8 @@ class Room:
             return self._reveal(session, frame)
         if isinstance(frame, protocol.Resource):
             return self._resource(session, frame)
+        if isinstance(frame, protocol.Seed):
+            return self._reveal_seed(session, frame)
         if not isinstance(frame, protocol.Hello):
             return membership.handle(self, session, frame)
         return _error(session, "bad_frame", "This socket has already said hello.", None)
@@ -213,11 +226,25 @@ class Room:
         seen = self.pending.roll_seq(session.id, frame.id)
         if seen is not None:
             return self._ack_later(seen, session, frame.id)
+        before: list[dict[str, Any]] = []  # the seed events a fair roll appends first
+        fair: dict[str, Any] | None = None
         try:
-            result = self._resolve(frame.intent)
+            if self.seeds is None:
+                result = self._resolve(frame.intent)
+            else:
+                plan = self.seeds.for_roll(self.pending, self._clock())
+                if plan is None:
+                    message = "The room's next dice seed is still being stored; try again in a moment."
+                    return _error(session, "conflict", message, frame.id)
+                events, n, secret = plan
+                first = self.pending.seq + 1
+                before = [
+                    self._record(first + i, kind, session.member, **f) for i, (kind, f) in enumerate(events)
+                ]
+                fair, result = self._fair_result(session, frame, n, secret)
         except RulesError as exc:
             return _error(session, "bad_intent", exc.message, frame.id)
-        seq = self.pending.seq + 1
+        seq = self.pending.seq + 1 + len(before)
         try:
             changes = self._effects(result, session.id)
         except _Insufficient as exc:
@@ -237,16 +264,66 @@ class Room:
         )
         if wire is not result:
             record["rules_result"] = result  # the numbers themselves, for the Foundry and Roll20 renderers
+        if fair is not None:
+            record["fair"] = fair
         if frame.visibility != "public":
             nonce = self._nonce() if self._nonce is not None else None
             record["sealed"] = visibility.seal(visibility.body_of(record), nonce)
-        records = [record]
+        records = [*before, record]
         for offset, (name, participant, delta, value) in enumerate(changes, 1):
             fields: dict[str, Any] = {"name": name, "delta": delta, "value": value, "cause": seq}
             if participant is not None:
                 fields["participant"] = participant
             records.append(self._record(seq + offset, "resource", session.member, **fields))
-        return [Append(self._append(records, (session, frame.id)))]
+        actions: list[Action] = [Append(self._append(records, (session, frame.id), ack_seq=seq))]
+        return actions + self._seeds_to_prepare()
+
+    def _fair_result(
+        self, session: Session, frame: protocol.Roll, n: int, secret: bytes
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A roll's dice from seed ``n`` and the roller's seed (spec/fairness.md): its ``fair`` map and its
+        result. Unwitnessed: witnesses and pending rolls are not served yet."""
+        roll = fairness.transcript(
+            room=self.id,
+            n=n,
+            roller=session.id,
+            visibility=frame.visibility,
+            intent=protocol.event_values(frame.intent),
+            label=frame.label,
+            seed=frame.seed,
+            pending=None,
+            nonce=None,
+            witnesses=(),
+        )
+        dice = fairness.dice(secret, roll)
+        result = rules.resolve(frame.intent, rng=dice)
+        draws = [[faces, value] for faces, value in dice.draws]
+        fair = {"n": n, "seed": frame.seed, "pending": None, "nonce": None, "witnesses": [], "draws": draws}
+        return fair, result
+
+    def _reveal_seed(self, session: Session, frame: protocol.Seed) -> list[Action]:
+        if session.role != "gm":
+            return _error(session, "forbidden", "Only a GM may reveal the room's dice seed.", frame.id)
+        if self.seeds is None:
+            return _error(session, "not_found", "This server does not roll from committed seeds.", frame.id)
+        events = self.seeds.for_reveal(self.pending)
+        if events is None:
+            message = "The room's next dice seed is still being stored; try again in a moment."
+            return _error(session, "conflict", message, frame.id)
+        if not events:
+            return _error(session, "not_found", "The room has no dice seed open to reveal.", frame.id)
+        records = self._seed_records(events, session.member)
+        return [Append(self._append(records, (session, frame.id))), *self._seeds_to_prepare()]
+
+    def _seed_records(self, events: list[tuple[str, dict[str, Any]]], actor: Member) -> list[dict[str, Any]]:
+        first = self.pending.seq + 1
+        return [self._record(first + i, kind, actor, **fields) for i, (kind, fields) in enumerate(events)]
+
+    def _seeds_to_prepare(self) -> list[Action]:
+        if self.seeds is None:
+            return []
+        self.seeds.forget_revealed(self.pending)
+        return [PrepareSeed(n) for n in self.seeds.missing(self.pending)]
 
     def _effects(self, result: Mapping[str, Any], roller: str) -> list[tuple[str, str | None, int, int]]:
         """A result's resource changes, checked against ``pending``: (name, participant, delta, value).

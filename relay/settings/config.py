@@ -43,6 +43,10 @@ class Limits:
     hope_max: int = 6
     # Days joins and leaves stay in a fresh welcome's history; 0 keeps them all (relay.core.retention).
     presence_days: float = 0.0
+    # A room's open dice seed is revealed after this many rolls, or at the first roll after it is this many
+    # hours old (spec/fairness.md; with fair_dice on).
+    seed_rolls: int = 250
+    seed_hours: float = 12.0
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,11 @@ class Config:
     # auto | uvloop | asyncio: the event loop ``serve`` runs on (relay.shell.loops); auto takes uvloop if
     # installed.
     event_loop: str = "auto"
+    # Dice from committed seeds (spec/fairness.md): every roll's dice follow from the room's open seed and
+    # the roller's seed, and anyone can recompute them once the seed is revealed. Off by default while the
+    # contract is built in steps (witnesses and the clients' checks come next; docs/fairness.md).
+    # TABLERELAY_FAIR_DICE.
+    fair_dice: bool = False
     limits: Limits = field(default_factory=Limits)
 
     @property

@@ -23,12 +23,12 @@ from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from relay.core import protocol, retention
-from relay.core.actions import Action, Append, Broadcast, Pending, Refused, Send, Session
+from relay.core.actions import Action, Append, Broadcast, Pending, PrepareSeed, Refused, Send, Session
 from relay.core.room import Resolver, Room
 from relay.core.state import RoomState
 from relay.settings.config import Config
 from relay.settings.logs import REQUEST, debug_enabled, get_logger
-from relay.shell import admission, campaign_io, fanout, old_rolls, public, upkeep
+from relay.shell import admission, campaign_io, fanout, old_rolls, public, seeding, upkeep
 from relay.shell.cluster import retries
 from relay.shell.connection import Connection, RoomHandle, SocketSink, close_reason, peek_id
 from relay.shell.fanout import Outbox
@@ -105,6 +105,7 @@ class Relay:
         self.upkeep = upkeep.Upkeep(self)  # old hidden rolls out of memory, idle rooms unloaded
         self.keepalive = Keepalive(PING_INTERVAL, PING_TIMEOUT)  # one timer pings every socket
         self.gate = admission.Gate(config)  # origins allowed, sockets per client address
+        self.seeds = seeding.Preparer(log)  # dice seeds stored ahead for fair dice (spec/fairness.md)
         self.routes = Routes(self)  # the HTTP endpoints, answered before a handshake
 
     # -- rooms -------------------------------------------------------------------------------------------
@@ -135,7 +136,12 @@ class Relay:
         if info is None:
             return None
         state: RoomState = await self.log.state(room_id)
-        room = Room(info, state, self.limits, resolve=self.resolve)
+        try:
+            seeds = await seeding.load(self.log, room_id, state) if self.config.fair_dice else None
+        except BaseException:
+            self.log.unfollow(room_id)  # ``state`` began keeping the room's events for a follow
+            raise
+        room = Room(info, state, self.limits, resolve=self.resolve, seeds=seeds)
         keep = self.limits.history
         if keep and state.seq:
             try:
@@ -269,6 +275,8 @@ class Relay:
                 handle.outgoing.append(action.record)
                 self._pending_rooms[handle] = None
                 self._schedule_tick()
+            elif isinstance(action, PrepareSeed):
+                self.seeds.prepare(handle, action.n)
             else:  # a campaign-management effect (rare): relay.shell.campaign_io
                 campaign_io.carry_out(self, handle, action)
 

@@ -1,0 +1,77 @@
+"""The fair dice derivation of spec/fairness.md, sans-I/O: seed and pending commitments, a roll's transcript,
+its key, and the dice its key draws.
+
+The room (``relay.core.room``) rolls with it; checking a room's rolls after the fact builds on it too
+(``relay.trust.fairness``). Byte conventions are the spec's: ``canonical`` is the signing encoding
+(``relay.core.canonical``), integers big-endian, ids UTF-8.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from relay.core.canonical import canonical
+from rules.rng import KeyedDice
+
+SEED_DOMAIN = b"tablerelay-seed-v1\x00"
+PENDING_DOMAIN = b"tablerelay-pending-v1\x00"
+FAIR_DOMAIN = b"tablerelay-fair-v1\x00"
+#: A dice seed's length, and a roller seed's or witness value's bounds (bytes).
+SEED_BYTES = 32
+CONTRIBUTION_MIN = 16
+CONTRIBUTION_MAX = 64
+
+
+def seed_commit(room: str, n: int, seed: bytes) -> str:
+    """A ``seed_commit`` event's ``commit``: hex SHA-256 of the domain, the room, ``u64be(n)``, the seed."""
+    data = SEED_DOMAIN + room.encode() + b"\x00" + n.to_bytes(8, "big") + seed
+    return hashlib.sha256(data).hexdigest()
+
+
+def pending_commit(intent: Mapping[str, Any], label: str | None, nonce: bytes) -> str:
+    """A ``pending`` event's ``commit``: binds the roll's intent and label before any witness answers."""
+    data = PENDING_DOMAIN + canonical({"intent": intent, "label": label, "nonce": nonce})
+    return hashlib.sha256(data).hexdigest()
+
+
+def transcript(
+    *,
+    room: str,
+    n: int,
+    roller: str,
+    visibility: str,
+    intent: Mapping[str, Any],
+    label: str | None,
+    seed: bytes | None,
+    pending: int | None,
+    nonce: bytes | None,
+    witnesses: Sequence[tuple[str, bytes]] | Sequence[list[Any]],
+) -> dict[str, Any]:
+    """The map a roll's key is derived from; ``witnesses`` in any order (sorted here by the ids' UTF-8)."""
+    pairs = [(str(pid), bytes(value)) for pid, value in witnesses]
+    ordered = [[pid, value] for pid, value in sorted(pairs, key=lambda w: w[0].encode())]
+    return {
+        "room": room,
+        "n": n,
+        "roller": roller,
+        "visibility": visibility,
+        "intent": intent,
+        "label": label,
+        "seed": seed,
+        "pending": pending,
+        "nonce": nonce,
+        "witnesses": ordered,
+    }
+
+
+def roll_key(seed: bytes, roll: Mapping[str, Any]) -> bytes:
+    """``K = HMAC(S_n, domain + canonical(transcript))``."""
+    return hmac.digest(seed, FAIR_DOMAIN + canonical(roll), "sha256")
+
+
+def dice(seed: bytes, roll: Mapping[str, Any]) -> KeyedDice:
+    """The dice of the roll whose transcript is ``roll``, drawn from seed ``seed``'s stream."""
+    return KeyedDice(roll_key(seed, roll))

@@ -1,0 +1,121 @@
+"""Fair dice in the room (spec/fairness.md, ``fair_dice`` on): a roll's dice follow from the room's committed
+seed and the roller's seed, seed events come in order, seeds are revealed by count and by a GM, and the
+spec-only verifier (tests/spec_fairness.py, which imports nothing of relay) recomputes every roll."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from relay.core.actions import PrepareSeed
+from relay.core.seeds import RoomSeeds
+from relay.settings.config import Limits
+from tests import spec_fairness
+from tests.relay.helpers import INFO, Table, frame
+
+SEEDS = {n: bytes([n]) * 32 for n in range(1, 6)}
+ROLLER_SEED = bytes(range(16))
+
+
+def fair_table(limits: Limits | None = None, stored: dict[int, bytes] | None = None) -> Table:
+    table = Table(limits=limits)
+    table.room.seeds = RoomSeeds(INFO.id, SEEDS if stored is None else stored, table.room.limits)
+    return table
+
+
+def roll(rid: str, formula: str = "4d6", **extra: Any) -> dict[str, Any]:
+    return {
+        "t": "roll",
+        "id": rid,
+        "intent": {"system": "dice", "formula": formula},
+        "visibility": "public",
+        **extra,
+    }
+
+
+def test_the_first_roll_commits_the_first_seed_and_its_dice_follow_from_it() -> None:
+    table = fair_table()
+    ana = table.join("player")
+    got = table.send(ana, roll("r1", seed=ROLLER_SEED))
+    kinds = [r["kind"] for r in table.stored]
+    assert kinds == ["join", "seed_commit", "roll"]
+    commit, stored_roll = table.stored[1], table.stored[2]
+    assert commit["n"] == 1
+    assert commit["commit"] == spec_fairness.seed_commit(INFO.id, 1, SEEDS[1])
+    ack = next(f for f in got if f["t"] == "ack")
+    assert ack["seq"] == stored_roll["seq"], "the ack names the roll, not its seed event"
+    fair = stored_roll["fair"]
+    assert (fair["n"], fair["seed"], fair["pending"], fair["nonce"], fair["witnesses"]) == (
+        1,
+        ROLLER_SEED,
+        None,
+        None,
+        [],
+    )
+    assert [faces for faces, _ in fair["draws"]] == [6, 6, 6, 6]
+    assert [value for _, value in fair["draws"]] == [d["value"] for d in stored_roll["result"]["dice"]]
+    assert spec_fairness.draws_match(SEEDS[1], INFO.id, stored_roll), (
+        "the spec's own stream gives the same draws"
+    )
+    assert table.room.committed.seed_rolls == 1
+
+
+def test_the_same_roll_on_another_roller_seed_draws_other_dice() -> None:
+    draws = []
+    for roller_seed in (ROLLER_SEED, bytes(16)):
+        table = fair_table()
+        ana = table.join("player")
+        table.send(ana, roll("r1", "20d20", seed=roller_seed))
+        draws.append(table.stored[-1]["fair"]["draws"])
+    assert draws[0] != draws[1]
+
+
+def test_a_seed_is_revealed_after_its_rolls_and_the_next_one_committed_in_the_same_append() -> None:
+    table = fair_table(limits=dataclasses.replace(Limits(), seed_rolls=2))
+    ana = table.join("player")
+    for i in range(3):
+        table.send(ana, roll(f"r{i}", seed=ROLLER_SEED))
+    kinds = [r["kind"] for r in table.stored]
+    assert kinds == ["join", "seed_commit", "roll", "roll", "seed_reveal", "seed_commit", "roll"]
+    reveal = table.stored[4]
+    assert (reveal["n"], reveal["seed"]) == (1, SEEDS[1])
+    assert table.stored[-1]["fair"]["n"] == 2
+    verdicts = spec_fairness.verdicts(table.stored, INFO.id)
+    assert [verdicts[r["seq"]] for r in table.stored if r["kind"] == "roll"] == [
+        "fair",
+        "fair",
+        "awaiting seed",
+    ]
+
+
+def test_a_gm_reveals_the_open_seed_and_the_room_asks_for_the_next_one() -> None:
+    table = fair_table(stored={1: SEEDS[1], 2: SEEDS[2]})
+    gm, ana = table.join("gm", sub="gm-1"), table.join("player")
+    table.send(ana, roll("r1", seed=ROLLER_SEED))
+    assert table.send(ana, {"t": "seed", "id": "s0", "op": "reveal"})[0]["code"] == "forbidden"
+    actions = table.room.handle(gm, frame({"t": "seed", "id": "s1", "op": "reveal"}))
+    assert PrepareSeed(3) in actions, "the seed after the new open one is asked for"
+    table.execute(actions)
+    table.commit()
+    assert [r["kind"] for r in table.stored][-2:] == ["seed_reveal", "seed_commit"]
+    assert next(f for f in table.replies(gm) if f["t"] == "ack")["seq"] == table.stored[-2]["seq"]
+    assert spec_fairness.verdicts(table.stored, INFO.id)[table.stored[3]["seq"]] == "fair"
+
+
+def test_a_roll_waits_for_a_seed_that_is_not_stored_yet_and_nothing_is_appended() -> None:
+    table = fair_table(stored={})
+    ana = table.join("player")
+    before = list(table.stored)
+    error = table.send(ana, roll("r1"))[0]
+    assert (error["t"], error["code"]) == ("error", "conflict")
+    assert table.stored == before
+
+
+def test_a_gm_roll_without_a_roller_seed_is_unwitnessed_not_fair() -> None:
+    table = fair_table(limits=dataclasses.replace(Limits(), seed_rolls=1))
+    gm = table.join("gm", sub="gm-1")
+    table.send(gm, roll("g1", seed=ROLLER_SEED))
+    table.send(gm, roll("g2"))
+    verdicts = spec_fairness.verdicts(table.stored, INFO.id)
+    first = next(r for r in table.stored if r["kind"] == "roll")
+    assert verdicts[first["seq"]] == "unwitnessed", "a GM's own seed is no outside contribution"
