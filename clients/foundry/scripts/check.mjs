@@ -299,7 +299,10 @@ async function checkClaims({ flags, rolls, authorParticipant, sharedParticipant 
     if (typeof flags.commitment === "string" && flags.commitment !== event.commitment) return fail(why("TABLERELAY.Check.OtherSeal"));
     return { state: "verified", seqs };
   }
-  return checkResult(event.result, rolls, seqs, fail);
+  const verdict = checkResult(event.result, rolls, seqs, fail, flags.target);
+  // A game system's own outcome that differs from the relay's, as its roller's client found it (systems/).
+  if (verdict.state === "verified" && typeof flags.mismatch === "string") return fail(why("TABLERELAY.Check.Mismatch", { outcome: flags.mismatch }));
+  return verdict;
 }
 
 /**
@@ -309,14 +312,17 @@ async function checkClaims({ flags, rolls, authorParticipant, sharedParticipant 
  * @param {Array<any>} rolls
  * @param {number[]} seqs
  * @param {(reason: Reason) => Verdict} fail
+ * @param {unknown} [target]  a roll per target (a game system's, sharing the event's dice): that target's total
  * @returns {Verdict}
  */
-function checkResult(result, rolls, seqs, fail) {
+function checkResult(result, rolls, seqs, fail, target) {
   if (!result || !Array.isArray(result.dice)) return fail(why("TABLERELAY.Check.NotAnEvent"));
   if (list(rolls).length !== 1) return fail(why("TABLERELAY.Check.RollCount", { count: list(rolls).length }));
+  const of = typeof target === "number" && Array.isArray(result.targets) ? result.targets[target] : undefined;
+  if (target !== undefined && !of) return fail(why("TABLERELAY.Check.NotAnEvent"));
   // A fraction is signed as its decimal string (spec/signing.md), which Number() reads back exactly; a result
   // without a total (NaN here) leaves the dice to speak.
-  const total = num(result.total);
+  const total = num((of ?? result).total);
   if (!Number.isNaN(total) && num(rolls[0]?.total) !== total) {
     return fail(why("TABLERELAY.Check.Total", { shown: num(rolls[0]?.total), signed: total }));
   }
@@ -336,7 +342,9 @@ export function claims(flags) {
   const at = `${text(flags.room)}:${text(flags.epoch)}:`;
   if (Array.isArray(flags.seqs)) return flags.seqs.map((/** @type {unknown} */ s) => `${at}${num(s)}:faces`);
   if (flags.seq === undefined) return [];
-  return [`${at}${num(flags.seq)}:${flags.sealed === true ? "sealed" : "open"}`];
+  // A game system's roll per target shows one target of the event each (systems/drawsteel.mjs).
+  const target = typeof flags.target === "number" && flags.sealed !== true ? `:target${num(flags.target)}` : "";
+  return [`${at}${num(flags.seq)}:${flags.sealed === true ? "sealed" : "open"}${target}`];
 }
 
 /**

@@ -7,7 +7,7 @@ import { connectedClient } from "./connection.mjs";
 import { METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, signatureOf } from "./messages.mjs";
 import { relayAddress } from "./settings.mjs";
-import { compareClaim, resolveClaim } from "./systems/relayed.mjs";
+import { claimOf, compareClaim, resolveClaim } from "./systems/relayed.mjs";
 
 /** @typedef {import("./module.mjs").TableRelayModule} TableRelayModule */
 
@@ -73,7 +73,7 @@ function wrapEvaluate(/** @type {TableRelayModule} */ module) {
  */
 async function evaluate(/** @type {TableRelayModule} */ module, roll, options, original) {
   if (roll.options?.tablerelay) return original.call(roll, options); // evaluated through us already (a nested call)
-  const claim = module.claims.get(roll);
+  const claim = claimOf(module, roll);
   if (claim) {
     // A game system's roll the relay resolves (systems/): its dice show the faces of the relay's event.
     const { event } = await resolveClaim(module, roll, claim);

@@ -16,6 +16,7 @@ import { FacesBroker } from "./fulfillment.mjs";
 import { decorate, unshown, verdict } from "./marks.mjs";
 import { messagesFor, users } from "./posting.mjs";
 import { installDaggerheart } from "./systems/daggerheart.mjs";
+import { installDrawSteel } from "./systems/drawsteel.mjs";
 import { MODULE_ID, connectionValues, localizeChoices, registerSettings, saveConnection } from "./settings.mjs";
 
 export { FACES_TIMEOUT_MS } from "./dice.mjs";
@@ -66,6 +67,10 @@ export class TableRelayModule {
     this.claimed = new Set();
     /** @type {Set<Promise<unknown>>} claimed rolls still on their way to the relay */
     this.inFlight = new Set();
+    /** @type {Array<(roll: any) => import("./systems/relayed.mjs").Claim|undefined>} system modules that claim a roll as it evaluates */
+    this.claimers = [];
+    /** @type {import("./systems/drawsteel.mjs").PowerPrompt|null} a Draw Steel dialog's final choices, waiting for its rolls */
+    this.powerPrompt = null;
     /** @type {Map<string, { seq: number, ts: number, actor: { id: string, name: string }, values: number[] }>} faces events received, by room:epoch:seq */
     this.faces = new Map();
     this.broker = new FacesBroker({
@@ -156,6 +161,7 @@ export class TableRelayModule {
     registerSettings(this);
     installDice(this);
     installDaggerheart(this);
+    installDrawSteel(this);
     const { Hooks } = this.env;
     Hooks.once("i18nInit", () => localizeChoices(this));
     Hooks.on("chatMessage", (/** @type {unknown} */ _log, /** @type {string} */ text) => this.#chatCommand(text));

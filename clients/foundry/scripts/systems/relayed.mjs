@@ -19,6 +19,7 @@ import { MODULE_ID } from "../settings.mjs";
  * @property {Promise<{ event: any, room: string }>} pending  the relay's event for it
  * @property {(result: any) => Array<[any, number[]]>} faces  which of the roll's dice terms show which faces
  * @property {"public"|"gm"|"blind"|"self"} visibility
+ * @property {number} [target]  which of the event's targets this roll is (a roll per target sharing its dice)
  * @property {(event: any, roll: any) => string|null} [compare]  the system's outcome against the relay's: a
  *   sentence when they differ (marked on the card)
  */
@@ -85,14 +86,32 @@ export async function resolveClaim(module, roll, claim) {
   }
   const { event, room } = /** @type {{ event: any, room: string }} */ (got);
   if (event.sealed || !event.result) throw new Error(module.text("TABLERELAY.Reason.Sealed"));
+  const extra = claim.target === undefined ? {} : { target: claim.target };
   /** @type {import("../fulfillment.mjs").RollContext} */
-  const context = { via: true, seqs: [], roundTrips: 1, room, epoch: event.epoch, event: eventFlags(event, room) };
+  const context = { via: true, seqs: [], roundTrips: 1, room, epoch: event.epoch, event: eventFlags(event, room, extra) };
   for (const [term, values] of claim.faces(event.result)) {
     module.broker.queues.set(term, [...values]);
     module.broker.rolls.set(term, { context, about: { visibility: claim.visibility } });
   }
   roll.options = { ...(roll.options ?? {}), tablerelay: context };
   return { event, context };
+}
+
+/**
+ * A claim for a roll about to evaluate: one a system module made when the system configured it, or one a
+ * system module's claimer makes now (Draw Steel's, which knows the roll only as it evaluates).
+ * @param {TableRelayModule} module
+ * @param {object} roll
+ * @returns {Claim|undefined}
+ */
+export function claimOf(module, roll) {
+  const claim = module.claims.get(roll);
+  if (claim) return claim;
+  for (const claimer of module.claimers) {
+    const made = claimer(roll);
+    if (made) return made;
+  }
+  return undefined;
 }
 
 /** After a claimed roll evaluated: the system's outcome against the relay's, kept in the roll's context. */
