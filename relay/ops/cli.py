@@ -142,6 +142,12 @@ def _parser() -> argparse.ArgumentParser:
         "--keys",
         help="a JWK Set to trust (the server's /.well-known/tablerelay-keys.json) instead of the file's",
     )
+    verify.add_argument(
+        "--fair",
+        action="store_true",
+        help="also recompute every roll's dice from its revealed seed and print each roll's verdict "
+        "(spec/fairness.md); exits 1 if any fails",
+    )
 
     token = sub.add_parser("token", help="issue a token for a room")
     token.add_argument("--room", required=True, help="room id")

@@ -9,6 +9,7 @@ import datetime
 import json
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from relay.core import records
 from relay.ops.console import command_config, fail
@@ -27,6 +28,9 @@ from relay.storage.sqlite.db import (
     state_sync,
 )
 from relay.trust import signing, tokens
+
+if TYPE_CHECKING:
+    from relay.storage.exports import Export
 
 # The page each role opens its link on.
 _PAGE = {"gm": "table", "player": "table", "spectator": "watch"}
@@ -357,6 +361,24 @@ def verify_command(args: argparse.Namespace) -> int:
     source = f"the keys in {args.keys}" if args.keys else "the keys in the file's header"
     if problems:
         print(f"{len(problems)} problem(s) in {len(export.events)} events of room {export.room['id']}.")
-        return 1
-    print(f"All {len(export.events)} events of room {export.room['id']} verify, checked with {source}.")
-    return 0
+    else:
+        print(f"All {len(export.events)} events of room {export.room['id']} verify, checked with {source}.")
+    unfair = fair_verdicts(export) if getattr(args, "fair", False) else 0
+    return 1 if problems or unfair else 0
+
+
+def fair_verdicts(export: Export) -> int:
+    """Print each roll's fairness verdict (``verify --fair``); the number that failed."""
+    from relay.storage.exports import revealed_bodies
+    from relay.trust.fairness import verify_fair
+
+    verdicts = verify_fair(revealed_bodies(export.events), str(export.room["id"]))
+    for verdict in verdicts.values():
+        print(verdict.text)
+    failed = sum(1 for v in verdicts.values() if v.failed)
+    tally: dict[str, int] = {}
+    for verdict in verdicts.values():
+        tally[verdict.verdict] = tally.get(verdict.verdict, 0) + 1
+    counts = ", ".join(f"{n} {name}" for name, n in sorted(tally.items())) or "no rolls"
+    print(f"Fairness of room {export.room['id']}: {counts}.")
+    return failed

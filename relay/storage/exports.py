@@ -234,6 +234,27 @@ def _events(first: int, last: int) -> str:
     return f"event {first} is" if first == last else f"events {first}–{last} are"
 
 
+def revealed_bodies(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` with each revealed roll's placeholder replaced by its full event, from the blob its reveal
+    published (a public export shows a hidden roll only so); a blob that does not decode leaves the
+    placeholder as it was (``failures`` says why)."""
+    bodies: dict[int, dict[str, Any]] = {}
+    for event in events:
+        if event.get("kind") == "reveal" and isinstance(event.get("blob"), bytes):
+            try:
+                body = msgpack.unpackb(event["blob"], raw=False, strict_map_key=False)
+            except (ValueError, msgpack.UnpackException):
+                continue
+            if isinstance(body, dict) and isinstance(event.get("of"), int):
+                bodies[event["of"]] = body
+    out = []
+    for event in events:
+        seq = event.get("seq")
+        body = bodies.get(seq) if isinstance(seq, int) and event.get("sealed") else None
+        out.append({**event, **body} if body is not None else dict(event))
+    return out
+
+
 def failures(export: Export, keys: Any = None) -> list[str]:
     """A sentence for every event that does not verify and every hole in the seqs (at the start, between
     events, and at the end the header names); empty when all is well.
