@@ -205,6 +205,11 @@ def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str) -> dict[int, 
             out[seq] = _check_roll(event, room_id, seeds, pendings, used)
         except _Failure as exc:
             out[seq] = Verdict(seq, FAILED, str(exc), _count(event))
+        except (CanonicalError, ArithmeticError, AttributeError, KeyError, TypeError, ValueError) as exc:
+            # A file can hold anything (a float read from JSON, a map where a list belongs): a verdict.
+            out[seq] = Verdict(
+                seq, FAILED, f"the roll is malformed ({type(exc).__name__}: {exc})", _count(event)
+            )
     for seq in pendings:
         if seq not in used and seq not in out:
             out[seq] = Verdict(seq, FAILED, "this pending roll was never made (no roll names it)")
@@ -227,8 +232,8 @@ def _seed_events(log: Sequence[Mapping[str, Any]], room: str, out: dict[int, Ver
         if kind not in ("seed_commit", "seed_reveal"):
             continue
         n = event.get("n")
-        if type(n) is not int:
-            out[seq] = Verdict(seq, FAILED, f"this {kind} names no seed number")
+        if type(n) is not int or not 0 <= n < 1 << 64:
+            out[seq] = Verdict(seq, FAILED, f"this {kind} names no seed number (a u64)")
             continue
         if kind == "seed_commit":
             commit = event.get("commit")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 import relay.fairness
 import rules
 from relay.core.protocol import event_values
+from relay.storage import exports
 from relay.trust import fairness as fair
 from rules.rng import KeyedDice
 from tests import spec_fairness as spec
@@ -473,3 +475,59 @@ def test_both_verifiers_agree_on_generated_rolls_and_their_tampering(
         change = "none"
     verdict = log.verdicts()[roll["seq"]]
     assert (verdict == "failed") == (change != "none")
+
+
+# -- what a file may hold -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "msgpack"])
+def test_verdicts_survive_an_export_files_encoding(fmt: str) -> None:
+    log, _ = session()
+    log.reveal()
+    out = io.BytesIO()
+    head = {
+        "t": exports.HEADER,
+        "v": exports.VERSION,
+        "seq": len(log.events),
+        "room": {"id": ROOM},
+        "keys": [],
+    }
+    exports.write(out, fmt, {**head, "form": "stored"}, log.events)
+    read = exports.read(out.getvalue())
+    assert fair.verify_fair(read.events, ROOM) == fair.verify_fair(log.events, ROOM)
+    assert not any(v.failed for v in fair.verify_fair(read.events, ROOM).values())
+
+
+junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.binary(max_size=40),
+    st.text(max_size=5),
+    st.lists(st.integers(-3, 30), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_malformed_log_gets_verdicts_never_an_exception(data: st.DataObject) -> None:
+    log, _ = session()
+    log.reveal()
+    for _ in range(data.draw(st.integers(1, 4))):
+        # Walk down from an event into its maps and lists, then replace what is there with junk.
+        target: Any = data.draw(st.sampled_from(log.events))
+        while True:
+            slots = list(target) if isinstance(target, dict) else list(range(len(target)))
+            if not slots:
+                break
+            slot = data.draw(st.sampled_from(slots))
+            inner = target[slot]
+            if isinstance(inner, dict | list) and inner and data.draw(st.booleans()):
+                target = inner
+                continue
+            target[slot] = data.draw(junk)
+            break
+    verdicts = fair.verify_fair(log.events, ROOM)
+    assert all(v.verdict in fair.VERDICTS for v in verdicts.values())
