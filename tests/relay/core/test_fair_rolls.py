@@ -5,9 +5,13 @@ spec-only verifier (tests/spec_fairness.py, which imports nothing of relay) reco
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
+import rules
+from relay.core import fairness
 from relay.core.actions import PrepareSeed
+from relay.core.canonical import canonical
 from relay.core.seeds import RoomSeeds
 from relay.settings.config import Limits
 from tests import spec_fairness
@@ -119,3 +123,28 @@ def test_a_gm_roll_without_a_roller_seed_is_unwitnessed_not_fair() -> None:
     verdicts = spec_fairness.verdicts(table.stored, INFO.id)
     first = next(r for r in table.stored if r["kind"] == "roll")
     assert verdicts[first["seq"]] == "unwitnessed", "a GM's own seed is no outside contribution"
+
+
+def test_the_worked_example_of_docs_fairness_md_is_what_the_relay_computes() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "fairness.md").read_text(encoding="utf-8")
+    room, seed = "c0ffee00c0ffee00", bytes(range(32))
+    commit = fairness.seed_commit(room, 1, seed)
+    roll = fairness.transcript(
+        room=room,
+        n=1,
+        roller="a1b2c3d4e5f60718",
+        visibility="public",
+        intent={"system": "dice", "formula": "2d6"},
+        label="Sneak attack",
+        seed=bytes(range(16)),
+        pending=None,
+        nonce=None,
+        witnesses=(),
+    )
+    dice = fairness.dice(seed, roll)
+    result = rules.resolve({"system": "dice", "formula": "2d6"}, rng=dice)
+    assert commit in doc
+    assert canonical(roll).hex() in doc.replace("\n", "")
+    assert fairness.roll_key(seed, roll).hex() in doc
+    assert dice.draws == [(6, 1), (6, 3)]
+    assert result["total"] == 4
