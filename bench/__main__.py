@@ -33,7 +33,7 @@ from bench.tools import servers
 from bench.tools.harness import ROOT
 from bench.tools.machine import describe, loadavg, python_speed
 
-SECTIONS = ("fanout", "latency", "memory", "appends", "tables", "growth", "signing", "dice")
+SECTIONS = ("fanout", "latency", "memory", "appends", "tables", "growth", "signing", "dice", "hosted")
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -73,6 +73,11 @@ class Sizes:
     # Runs per server, taking turns. The p99 pools them all: on 2026-11-27 one run of 6,000 rolls with a
     # stall or two moved a pool of three runs' p99 by half (eight readings of the ratio, 0.53× to 1.94×).
     tables_rounds: int
+    # A hosted relay's day (bench/sections/hosted.py): tables of six rolling on their own schedules for
+    # hosted_seconds, a restart under them, hosted_after seconds more; then the bare peer under the same load.
+    hosted_tables: int = 3000
+    hosted_seconds: float = 300.0
+    hosted_after: float = 30.0
 
 
 FULL = Sizes(
@@ -137,6 +142,9 @@ QUICK = Sizes(
     tables_rolls=3000,
     tables_window=32,
     tables_rounds=2,
+    hosted_tables=300,
+    hosted_seconds=60.0,
+    hosted_after=15.0,
 )
 
 
@@ -406,6 +414,19 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
     await section("growth", do_growth)
     await section("signing", do_signing)
     await section("dice", do_dice)
+
+    async def do_hosted() -> dict[str, Any]:
+        from bench.sections import hosted
+
+        return await hosted.measure(
+            run_dir,
+            calibration,
+            tables=sizes.hosted_tables,
+            seconds=sizes.hosted_seconds,
+            after_s=sizes.hosted_after,
+        )
+
+    await section("hosted", do_hosted)
     results["duration"] = round(time.monotonic() - started, 1)
     results["problems"] = list(_problems)
     return results

@@ -34,6 +34,14 @@ logger = get_logger("relay.server")
 GC_YOUNG = 10_000
 
 
+#: Handshakes the kernel may hold for the listening socket before the event loop accepts them (asyncio's
+#: default is 100). After a deploy every client comes back within seconds: with 100, a restart under 1,800
+#: sockets overflowed the queue 5,810 times (TcpExt ListenOverflows; each one a handshake dropped and
+#: retried by the client's TCP a second or more later). The kernel caps it at ``net.core.somaxconn``
+#: (4096 by default since Linux 5.4): docs/deployment.md, "Deploying without dropping tables".
+BACKLOG = 4096
+
+
 def settle_gc() -> None:
     """Keep the cyclic collector off the hot path of a long-running server process.
 
@@ -109,6 +117,7 @@ async def run(
             ping_interval=None,  # relay.shell.keepalive pings instead: one timer, not a task per socket
             ping_timeout=None,
             close_timeout=10,
+            backlog=BACKLOG,
         ) as server:
             port = server.sockets[0].getsockname()[1] if server.sockets else config.port
             relay.public_base = public.public_base(config, (config.host, port))
