@@ -55,8 +55,53 @@ export function daggerheartSystem(client) {
       return this.dice[1];
     }
   }
+  /** D20Roll (an adversary's attack): its d20 (2d20 kept highest with advantage), then the modifiers. */
+  class D20Roll extends client.Roll {
+    static messageType = "adversaryRoll";
+    get d20() {
+      return this.dice[0];
+    }
+    get isCritical() {
+      return this.d20.total >= (this.options.actionType === "reaction" ? 20 : (this.data.criticalThreshold ?? 20));
+    }
+  }
   return {
     DualityRoll,
+    D20Roll,
+    /**
+     * DHRoll.build for an adversary's attack (hooks "" only): its attack modifier and chosen Experiences,
+     * advantage (1 or 0), its targets' Evasions; D20Roll.buildEvaluate decides each target's hit.
+     */
+    async attack({ adversary, modifier = 0, experiences = [], advantage = 0, targets = [], rollMode = "publicroll" }) {
+      actAs(client);
+      client.world.actingUser = client.userId;
+      const message = {};
+      const config = {
+        source: { actor: adversary.uuid },
+        data: { system: { experiences: adversary.system.experiences }, criticalThreshold: 20 },
+        experiences,
+        roll: { advantage: { type: advantage }, difficulty: null, baseModifiers: [{ label: "Attack", value: modifier }] },
+        targets: targets.map((t) => ({ ...t })),
+        selectedRollMode: rollMode,
+        title: `${adversary.name}: Attack`,
+      };
+      config.hooks = [""];
+      for (const hook of config.hooks) if (client.Hooks.call(`daggerheart.preRoll${capitalize(hook)}`, config, message) === false) return null;
+      const modifiers = [...config.roll.baseModifiers];
+      for (const key of experiences.filter((k) => adversary.system.experiences[k])) modifiers.push({ label: adversary.system.experiences[key].name, value: adversary.system.experiences[key].value });
+      config.roll.modifiers = modifiers;
+      const formula = [advantage === 1 ? "2d20kh" : "1d20", ...modifiers.map((m) => String(m.value))].join(" + ");
+      const roll = new D20Roll(formula, config.data, config);
+      for (const hook of config.hooks) {
+        if (client.Hooks.call(`daggerheart.post${capitalize(hook)}RollConfiguration`, roll, config, message) === false) return [];
+      }
+      await roll.evaluate();
+      for (const target of config.targets) target.hit = roll.isCritical || roll.total >= (config.roll.difficulty ?? target.difficulty ?? target.evasion);
+      config.roll = { ...config.roll, total: roll.total, success: config.targets.some((t) => t.hit) };
+      for (const hook of config.hooks) if (client.Hooks.call(`daggerheart.postRoll${capitalize(hook)}`, config, message) === false) return null;
+      const created = await client.ChatMessage.create({ speaker: { alias: adversary.name }, rolls: [roll], ...rollModeData(client, rollMode) });
+      return { config, message: created, roll };
+    },
     /**
      * DHRoll.build for a duality roll: the character's trait and chosen Experiences, advantage (1 or 0; the
      * harness's formulas add only), the difficulty, reaction, roll mode. Resolves with the config and message.

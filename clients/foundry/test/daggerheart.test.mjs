@@ -1,4 +1,4 @@
-// The Daggerheart system's own duality rolls resolved by a REAL relay process (run by
+// The Daggerheart system's own duality and adversary attack rolls resolved by a REAL relay process (run by
 // tests/test_foundry_module.py), through the module in the harness of Foundry's globals and a harness of the
 // system's roll entry points (daggerheart-system.mjs).
 
@@ -64,7 +64,7 @@ async function table() {
 const messagesOf = (world, seq) => world.messages.filter((m) => m.flags.tablerelay?.seq === seq);
 const fearSetting = (client) => client.game.settings.get("daggerheart", "ResourcesFear");
 
-describe("Daggerheart duality rolls resolved by the relay", () => {
+describe("Daggerheart's own rolls resolved by the relay", () => {
   test("a sheet roll with an Experience spends Hope in the relay, shows the relay's faces and outcome, and the sheet follows", async () => {
     const t = await table();
     await t.gm.module.api.resource("hope", "set", 2, { participant: t.ariaId });
@@ -158,5 +158,41 @@ describe("Daggerheart duality rolls resolved by the relay", () => {
     assert.equal(off.config.skips, undefined);
     assert.equal(off.message.flags.tablerelay.via, true);
     assert.ok(Array.isArray(off.message.flags.tablerelay.seqs));
+  });
+
+  test("an adversary's attack against three targets gives the relay's hit or miss for each", async () => {
+    const t = await table();
+    const ogre = new HarnessActor({ id: "ogre0000000000001", name: "Ogre", experiences: { brute: { name: "Brute", value: 2 } } });
+    const targets = [
+      { id: "t1", name: "Aria", evasion: 8 },
+      { id: "t2", name: "Brom", evasion: 14 },
+      { id: "t3", name: "Cale", evasion: 19 },
+    ];
+    const { config, message, roll } = await t.gm.system.attack({ adversary: ogre, modifier: 3, advantage: 1, targets });
+    const seq = message.flags.tablerelay.seq;
+    await until(() => t.events.some((e) => e.seq === seq), 4000, "the roll's event");
+    const event = t.events.find((e) => e.seq === seq);
+    assert.deepEqual(event.intent, { system: "daggerheart.attack", modifier: 3, advantage: true, targets: targets.map(({ name, evasion }) => ({ name, evasion })) });
+    assert.deepEqual(roll.dice[0].results.map((r) => r.result), event.result.dice.map((d) => d.value), "the d20s are the relay's");
+    assert.deepEqual(config.targets.map((x) => x.hit), event.result.targets.map((x) => x.hit), "each target's hit is the relay's");
+    assert.equal(message.flags.tablerelay.mismatch, undefined);
+    for (const viewer of [t.gm, t.aria]) assert.deepEqual(await viewer.module.api.check(message), { state: "verified", seqs: [seq] });
+  });
+
+  test("a GM's Fear spent on an adversary's Experience goes through the relay: refused, the roll is not made", async () => {
+    const t = await table();
+    const ogre = new HarnessActor({ id: "ogre0000000000001", name: "Ogre", experiences: { brute: { name: "Brute", value: 2 } } });
+    const targets = [{ id: "t1", name: "Aria", evasion: 12 }];
+    const before = t.world.messages.length;
+    await assert.rejects(t.gm.system.attack({ adversary: ogre, modifier: 1, experiences: ["brute"], targets }), /Fear/);
+    assert.equal(t.world.messages.length, before, "no roll, no message");
+    assert.ok(t.gm.notifications.some(([level, text]) => level === "error" && /refused this roll/.test(text)));
+    await t.gm.module.api.resource("fear", "gain", 1);
+    await until(() => fearSetting(t.gm) === 1, 4000, "the setting shows the relay's Fear");
+    const { message } = await t.gm.system.attack({ adversary: ogre, modifier: 1, experiences: ["brute"], targets });
+    const seq = message.flags.tablerelay.seq;
+    await until(() => t.events.some((e) => e.seq === seq), 4000, "the roll's event");
+    assert.deepEqual(t.events.find((e) => e.seq === seq).intent, { system: "daggerheart.attack", modifier: 1, experience: 2, spend_fear: true, targets: [{ name: "Aria", evasion: 12 }] });
+    await until(() => Number(t.gm.module.client.state.fear) === 0 && fearSetting(t.gm) === 0, 4000, "the Fear spent once, in the relay and the setting");
   });
 });

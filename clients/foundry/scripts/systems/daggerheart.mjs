@@ -28,7 +28,97 @@ export function installDaggerheart(/** @type {TableRelayModule} */ module) {
   Hooks.on("daggerheart.postDualityRollConfiguration", (/** @type {any} */ roll, /** @type {any} */ config) => {
     dualityConfigured(module, roll, config);
   });
+  // An adversary's attack (D20Roll, message type adversaryRoll) has no hook name of its own: the hooks of
+  // every DHRoll ("" among them) fire for it, and for a duality roll too, which is claimed already by then.
+  Hooks.on("daggerheart.postRollConfiguration", (/** @type {any} */ roll, /** @type {any} */ config) => {
+    attackConfigured(module, roll, config);
+  });
+  Hooks.on("daggerheart.postRoll", (/** @type {any} */ config) => {
+    attackResolved(config);
+  });
   Hooks.on("tablerelay.event", (/** @type {any} */ event) => mirrorHope(module, event));
+}
+
+/** The adversary attacks the relay resolves, by their configuration: the roll, and its event once evaluated. */
+const attacks = new WeakMap();
+
+/** The one Experience a roll uses and its value, 0 for none, or null for more than one (or an odd value). */
+function experienceOf(/** @type {any} */ config) {
+  const known = config?.data?.system?.experiences ?? {};
+  const used = (Array.isArray(config?.experiences) ? config.experiences : []).filter((/** @type {string} */ key) => known[key]);
+  if (used.length > 1) return null;
+  const value = used.length ? Number(known[used[0]].value) : 0;
+  return Number.isInteger(value) && value >= 0 ? value : null;
+}
+
+/**
+ * The `daggerheart.attack` intent for a configured adversary D20Roll, or null where the rules core does not
+ * cover it. Each target's Evasion is the roll's difficulty when it has one, else the target's (as
+ * D20Roll.buildEvaluate reads them); an Experience costs the GM a Fear.
+ * @param {any} roll @param {any} config
+ * @returns {import("../client.mjs").Intent|null}
+ */
+export function attackIntent(roll, config) {
+  const options = config?.roll ?? {};
+  const mode = Number(options.advantage?.type ?? options.advantage ?? 0);
+  const dice = roll?.dice ?? [];
+  if (dice.length !== 1 || Number(dice[0].faces) !== 20 || Number(dice[0].number) !== (mode === 0 ? 1 : 2)) return null;
+  const total = sum((options.modifiers ?? []).map((/** @type {any} */ m) => m?.value));
+  const experience = experienceOf(config);
+  if (total === null || experience === null) return null;
+  const targets = [];
+  for (const target of Array.isArray(config?.targets) ? config.targets : []) {
+    const evasion = Number(options.difficulty ?? target?.difficulty ?? target?.evasion);
+    if (!Number.isInteger(evasion)) return null;
+    targets.push({ name: String(target?.name ?? target?.id ?? "target").slice(0, 100), evasion });
+  }
+  /** @type {import("../client.mjs").Intent} */
+  const intent = { system: "daggerheart.attack", modifier: total - experience, targets };
+  if (mode === 1) intent.advantage = true;
+  if (mode === -1) intent.disadvantage = true;
+  if (experience > 0) Object.assign(intent, { experience, spend_fear: true });
+  const reaction = config?.actionType === "reaction";
+  const threshold = reaction ? 20 : Number(config?.data?.criticalThreshold ?? 20);
+  if (Number.isInteger(threshold) && threshold >= 1 && threshold <= 20 && threshold !== 20) intent.crit_threshold = threshold;
+  return intent;
+}
+
+/** daggerheart.postRollConfiguration of an adversary's attack: the relay resolves it (a Fear spend included). */
+function attackConfigured(/** @type {TableRelayModule} */ module, /** @type {any} */ roll, /** @type {any} */ config) {
+  if (module.claims.has(roll) || roll?.constructor?.messageType !== "adversaryRoll") return;
+  if (!relayResolves(module, "daggerheartRolls") || !config) return;
+  const intent = attackIntent(roll, config);
+  if (!intent) return;
+  // The GM's Fear for an Experience is the relay's to spend, atomically: the system spends none of its own.
+  config.skips = { ...(config.skips ?? {}), resources: true };
+  const claim = claimRoll(module, roll, intent, {
+    visibility: visibilityFor(module, config.selectedRollMode ?? roll.options?.rollMode),
+    label: typeof config.title === "string" ? config.title : undefined,
+    faces: (result) => [[roll.dice[0], result.dice.map((/** @type {{ value: number }} */ d) => d.value)]],
+  });
+  const entry = { roll, event: /** @type {any} */ (null) };
+  attacks.set(config, entry);
+  claim.pending.then(({ event }) => (entry.event = event), () => {});
+}
+
+/**
+ * daggerheart.postRoll of an adversary's attack: each target's hit is the relay's; where the system had found
+ * otherwise, the card carries the mismatch.
+ */
+function attackResolved(/** @type {any} */ config) {
+  const entry = attacks.get(config);
+  const targets = entry?.event?.result?.targets;
+  if (!Array.isArray(targets) || !Array.isArray(config.targets)) return;
+  attacks.delete(config);
+  const differ = [];
+  for (const [i, target] of config.targets.entries()) {
+    const hit = Boolean(targets[i]?.hit);
+    if (Boolean(target.hit) !== hit) differ.push(String(targets[i]?.name ?? i + 1));
+    target.hit = hit;
+  }
+  if (config.roll && typeof config.roll === "object") config.roll.success = targets.some((t) => t.hit);
+  const context = entry.roll.options?.tablerelay;
+  if (differ.length && context?.event) context.event = { ...context.event, mismatch: `hit or miss on ${differ.join(", ")}` };
 }
 
 /** The sum of a list of numbers, or null when any entry is not a whole number. */
@@ -62,11 +152,8 @@ export function dualityIntent(roll, config) {
   // The system's modifiers: the trait, bonuses, and each Experience used (d20Roll.mjs, configureModifiers).
   const total = sum((options.modifiers ?? []).map((/** @type {any} */ m) => m?.value));
   if (total === null) return null; // a modifier of dice: not the rules core's duality roll
-  const known = config?.data?.system?.experiences ?? {};
-  const used = (Array.isArray(config?.experiences) ? config.experiences : []).filter((/** @type {string} */ key) => known[key]);
-  if (used.length > 1) return null; // each Experience costs a Hope; the rules core spends one
-  const experience = used.length ? Number(known[used[0]].value) : 0;
-  if (!Number.isInteger(experience) || experience < 0) return null;
+  const experience = experienceOf(config); // each Experience costs a Hope; the rules core spends one
+  if (experience === null) return null;
   /** @type {import("../client.mjs").Intent} */
   const intent = { system: "daggerheart.duality", modifier: total - experience };
   if (mode === 1) intent.advantage = 1;
