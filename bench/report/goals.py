@@ -132,6 +132,35 @@ def goals_section(goals: dict[str, Any], results: dict[str, Any]) -> str:
             lambda v: v >= GOAL_SMALL_CHAIN_BARE,
         ),
     ]
+    if any(key.startswith("hosted_") for key in goals):
+        size = f"{goals.get('hosted_tables', 0):,} tables of 6"
+        rows += [
+            row(
+                f"{size}: p99 intent → last member",
+                "≤ 50 ms",
+                "hosted_p99_ms",
+                "{:.0f} ms",
+                lambda v: v <= 50,
+            ),
+            row(
+                f"{size}: p99 vs bare websockets", "≤ 1.5×", "hosted_p99_bare", "{:.2f}×", lambda v: v <= 1.5
+            ),
+            row(f"{size}: relay RSS", "≤ 600 MiB", "hosted_rss_mib", "{:.0f} MiB", lambda v: v <= 600),
+            row(
+                f"{size}, restarted: every client back after listening",
+                "≤ 30 s",
+                "hosted_back_s",
+                "{:.1f} s",
+                lambda v: v <= 30,
+            ),
+            row(
+                f"{size}, restarted: events lost or duplicated",
+                "0",
+                "hosted_lost",
+                "{:.0f}",
+                lambda v: v == 0,
+            ),
+        ]
     intro = (
         "The issue's goals for the relay, each checked against a peer measured in this same run "
         "(the sections below have the tables, the method and the profiles):"

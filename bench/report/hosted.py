@@ -39,6 +39,22 @@ def _ms(x: float | None) -> str:
     return "–" if x is None else f"{x:,.0f} ms"
 
 
+def hosted_goals(data: dict[str, Any]) -> dict[str, Any]:
+    """The issue's goals for this section (the page's goals table reads them)."""
+    relay, bare = data["relay"], data["bare"]
+    r, b = relay["steady"], bare["steady"]
+    check, restart = relay.get("check") or {}, relay.get("restart") or {}
+    goals: dict[str, Any] = {"hosted_tables": data["tables"]}
+    goals["hosted_p99_ms"] = r["p99_ms"]
+    if r["p99_ms"] is not None and b["p99_ms"]:
+        goals["hosted_p99_bare"] = r["p99_ms"] / b["p99_ms"]
+    goals["hosted_rss_mib"] = r["rss_mib"]
+    goals["hosted_back_s"] = restart.get("back_seconds")
+    if check:
+        goals["hosted_lost"] = check["lost"] + check["duplicates"]
+    return goals
+
+
 def hosted_section(data: dict[str, Any], load: dict[str, Any] | None = None) -> str:
     relay, bare = data["relay"], data["bare"]
     r, b = relay["steady"], bare["steady"]

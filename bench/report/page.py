@@ -12,7 +12,7 @@ from bench.report.dice import dice_section
 from bench.report.fanout import fanout_section, plot_fanout
 from bench.report.goals import goals_section
 from bench.report.growth import growth_section, plot_growth
-from bench.report.hosted import hosted_section, plot_hosted
+from bench.report.hosted import hosted_goals, hosted_section, plot_hosted
 from bench.report.latency import latency_section, plot_latency
 from bench.report.machine import machine_section, method_section
 from bench.report.memory import memory_section, plot_memory
@@ -95,6 +95,7 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
     if "dice" in sections:
         parts.append(dice_section(sections["dice"]))
     if "hosted" in sections:
+        goals.update(hosted_goals(sections["hosted"]))
         parts.append(hosted_section(sections["hosted"], (results.get("load") or {}).get("hosted")))
         plot_hosted(sections["hosted"], images / "bench-hosted.png")
         written.append(images / "bench-hosted.png")
