@@ -42,7 +42,11 @@ export function drawSteelSystem(client, { version = 1, wrongTier = false } = {})
     }
     async toMessage(data = {}) {
       if (!this._evaluated) await this.evaluate();
-      return client.ChatMessage.create({ ...data, rolls: [this] });
+      // Roll#toMessage applies the user's roll mode (ChatMessage.applyRollMode).
+      const gms = client.world.users.filter((u) => u.isGM).map((u) => u.id);
+      const mode = client.rollMode;
+      const audience = mode === "gmroll" ? { whisper: [...new Set([...gms, client.userId])] } : mode === "selfroll" ? { whisper: [client.userId] } : mode === "blindroll" ? { whisper: gms, blind: true } : {};
+      return client.ChatMessage.create({ ...data, rolls: [this], ...audience });
     }
   }
   class PowerRollDialog extends EventTarget {

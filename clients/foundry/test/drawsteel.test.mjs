@@ -102,6 +102,24 @@ for (const version of [0, 1]) {
   });
 }
 
+describe("Draw Steel, hidden", () => {
+  test("a GM roll's cards reach the GM only; the other player's socket gets the sealed form (every byte read)", async () => {
+    const t = await table({ version: 1 });
+    const bytes = [];
+    t.brom.module.client._ws.on("message", (data) => bytes.push(Buffer.from(data)));
+    t.aria.rollMode = "gmroll";
+    const { messages } = await t.aria.system.prompt({ formula: "2d10 + 2", targets: [{ actor: "Actor.SecretGoblin", modifiers: { edges: 1, banes: 0 } }] });
+    const seq = messages[0].flags.tablerelay.seq;
+    assert.deepEqual([...messages[0].whisper].sort(), [GM, ARIA]);
+    assert.equal((await t.gm.module.api.check(messages[0])).state, "verified", "the GM checks the card");
+    await until(() => t.world.messages.some((m) => m.flags.tablerelay?.seq === seq && m.flags.tablerelay.sealed), 4000, "the sealed card");
+    const card = t.world.messages.find((m) => m.flags.tablerelay?.seq === seq && m.flags.tablerelay.sealed);
+    assert.deepEqual(card.whisper, [BROM]);
+    const wire = Buffer.concat(bytes);
+    for (const secret of ["SecretGoblin", "drawsteel.ability"]) assert.ok(!wire.includes(Buffer.from(secret)), `${secret} never reached Brom's socket`);
+  });
+});
+
 describe("Draw Steel, the relay's resolution turned off", () => {
   test("the system's roll keeps its own tiers, with the relay's faces", async () => {
     const t = await table({ version: 1 });
