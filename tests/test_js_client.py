@@ -1,16 +1,19 @@
 """Runs the JS client's own tests (``node --test clients/js/test/``) against a real relay started here.
 
 The node tests get the server's address, a data folder and the ``tablerelay`` command through the
-environment so each test can make its own rooms (``tests/node_suite.py``).
+environment so each test can make its own rooms (``tests/node_suite.py``). A second relay rolls fair dice
+(``TABLERELAY_FAIR_DICE=true``, spec/fairness.md) for ``test/fairness.test.mjs``: its address and data folder
+come as ``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.browser.relay_process import ROOT
+from tests.browser.relay_process import ROOT, running_relay
 from tests.node_suite import run_node_suite
 
 JS = ROOT / "clients" / "js"
@@ -21,4 +24,13 @@ def test_js_client_node_suite(tmp_path: Path) -> None:
     assert (JS / "node_modules" / "@msgpack" / "msgpack").is_dir(), (
         "run scripts/setup.d/js-client.sh (npm ci in clients/js) first"
     )
-    run_node_suite(JS, tmp_path / "data", at_least=20, room="Node tests")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+    env["TABLERELAY_FAIR_DICE"] = "true"
+    with running_relay(tmp_path / "fair", env=env) as fair:
+        run_node_suite(
+            JS,
+            tmp_path / "data",
+            at_least=30,
+            room="Node tests",
+            env={"TABLERELAY_TEST_FAIR_URL": fair.ws_url, "TABLERELAY_TEST_FAIR_DATA": str(fair.data)},
+        )

@@ -106,9 +106,46 @@ interface EventBase {
   verifyError?: string;
 }
 
+/** A roll's verdict from the client's fairness check (spec/fairness.md, docs/fairness.md). */
+export type Verdict = "awaiting seed" | "fair" | "unwitnessed" | "sealed" | "failed";
+
+/**
+ * A roll's `fair` map (signed by the server): the dice seed `n` it used, the roller's seed (unwitnessed rolls),
+ * the pending event's seq and nonce and the witness values (witnessed rolls), and every die drawn in order.
+ */
+export interface FairMap {
+  n: Int;
+  seed: Uint8Array | null;
+  pending: Int | null;
+  nonce: Uint8Array | null;
+  witnesses: [string, Uint8Array][];
+  draws: [Int, Int][];
+}
+
+/** What a sealed placeholder carries of a roll's `fair` map. */
+export interface SealedFairMap {
+  n: Int;
+  pending: Int | null;
+  witnesses: [string, Uint8Array][];
+}
+
+/** Added by the client to every roll that carries a `fair` map (none on a server without fair dice). */
+interface Judged {
+  /**
+   * "awaiting seed" until the roll's dice seed is revealed; then "fair" (recomputed, and someone outside the
+   * server contributed: a player's roller seed or a witness), "unwitnessed" (recomputed, nobody outside
+   * contributed) or "failed"; "sealed" for a hidden roll not revealed yet. Listen to "verdict" for changes.
+   */
+  verdict?: Verdict;
+  /** A sentence explaining the verdict (why it failed, which seed it waits for). */
+  verdictReason?: string;
+}
+
 /** A roll you may see: the full event. */
-export interface OpenRollEvent extends EventBase {
+export interface OpenRollEvent extends EventBase, Judged {
   kind: "roll";
+  /** With fair dice on: what the dice were drawn from (spec/fairness.md). */
+  fair?: FairMap;
   sealed?: false;
   label?: string;
   intent: Intent;
@@ -123,9 +160,10 @@ export interface OpenRollEvent extends EventBase {
 }
 
 /** A roll outside your audience: only that it happened and the commitment that will prove its reveal. */
-export interface SealedRollEvent extends EventBase {
+export interface SealedRollEvent extends EventBase, Judged {
   kind: "roll";
   sealed: true;
+  fair?: SealedFairMap;
   /** Hex SHA-256 of nonce ‖ blob. */
   commitment: string;
 }
@@ -193,7 +231,29 @@ export interface Invites {
   seq?: number;
 }
 
-export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent | CampaignEvent;
+/** A dice seed committed (its hex SHA-256 commitment) and, later, revealed (the 32-byte seed). */
+export interface SeedCommitEvent extends EventBase {
+  kind: "seed_commit";
+  n: Int;
+  commit: string;
+}
+
+export interface SeedRevealEvent extends EventBase {
+  kind: "seed_reveal";
+  n: Int;
+  seed: Uint8Array;
+}
+
+/** A fairness alarm: a seed reveal that does not match its commitment, a roll that fails its check, a roll
+ * that uses a revealed seed, or this client's own roller seed left out or replaced. */
+export interface FairnessAlarm {
+  message: string;
+  /** The event that raised it (a roll, or a seed event), when there is one. */
+  seq: number | null;
+  event: RelayEvent | null;
+}
+
+export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent | CampaignEvent | SeedCommitEvent | SeedRevealEvent;
 
 export interface Welcome {
   t: "welcome";
@@ -207,6 +267,8 @@ export interface Welcome {
   recovered: boolean;
   /** The server's published signing keys (current and retired), as /.well-known/tablerelay-keys.json. */
   keys: Jwk[];
+  /** With fair dice on: the room's open dice seed, once one is committed. */
+  seed?: { n: Int; commit: string };
 }
 
 /** An Ed25519 public key as the server publishes it (RFC 7517, RFC 8037). */
@@ -276,6 +338,11 @@ export interface RollOptions {
   label?: string;
   /** The request id and idempotency key; generated when absent. */
   id?: string;
+  /**
+   * The roller seed (16 to 64 bytes) to send; by default 16 fresh bytes from the CSPRNG, the same for every
+   * send of the same id. Pass the bytes of a first attempt when retrying its id from a new client.
+   */
+  seed?: Uint8Array;
 }
 
 export declare class TableRelayError extends Error {
@@ -298,6 +365,12 @@ interface Listeners {
   status: (status: Status) => void;
   error: (error: TableRelayError) => void;
   close: (error: TableRelayError) => void;
+  seed_commit: (event: SeedCommitEvent, info: DeliveryInfo) => void;
+  seed_reveal: (event: SeedRevealEvent, info: DeliveryInfo) => void;
+  /** A roll's verdict changed after it was delivered (its seed was revealed, or the hidden roll was). */
+  verdict: (event: OpenRollEvent | SealedRollEvent) => void;
+  /** Something in the room's dice is wrong; show it. */
+  alarm: (alarm: FairnessAlarm) => void;
 }
 
 export declare class TableRelay {
@@ -329,6 +402,10 @@ export declare class TableRelay {
 
   roll(intent: Intent, options?: RollOptions): Promise<RollEvent>;
   reveal(seq: number): Promise<RevealEvent>;
+  /** GM only: reveal the room's open dice seed now; resolves with the `seed_reveal` event. */
+  revealSeed(): Promise<SeedRevealEvent>;
+  /** The fairness alarms raised so far (the last 100), oldest first. */
+  readonly alarms: readonly FairnessAlarm[];
   resource(name: ResourceName, op: ResourceOp, n: Int, options?: { participant?: string }): Promise<ResourceEvent>;
   /** GM only: rename a participant. */
   rename(participant: string, name: string): Promise<TableEvent>;
@@ -366,6 +443,43 @@ export declare function verifyEvent(event: object, roomId: string, keys: KeySet)
 export declare function importKeys(keys: KeySet): Promise<Map<string, { x: Uint8Array; retired?: number }>>;
 /** Ed25519 verification: WebCrypto where available, else @noble/ed25519. */
 export declare function ed25519Verify(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean>;
+/** The verdict names. */
+export declare const VERDICTS: {
+  readonly AWAITING: "awaiting seed";
+  readonly FAIR: "fair";
+  readonly UNWITNESSED: "unwitnessed";
+  readonly SEALED: "sealed";
+  readonly FAILED: "failed";
+};
+/** 16 fresh bytes from the platform CSPRNG. */
+export declare function newRollerSeed(): Uint8Array;
+/** A seed_commit's `commit`: hex SHA-256(b"tablerelay-seed-v1\0" + room + b"\0" + u64be(n) + seed). */
+export declare function seedCommit(room: string, n: Int, seed: Uint8Array): Promise<string>;
+/** A pending event's `commit`: hex SHA-256(b"tablerelay-pending-v1\0" + canonical({intent, label, nonce})). */
+export declare function pendingCommit(intent: unknown, label: string | null | undefined, nonce: Uint8Array): Promise<string>;
+/** The transcript a roll's key is derived from, from its full event. */
+export declare function rollTranscript(room: string, event: object): Record<string, unknown>;
+/** K = HMAC(seed, b"tablerelay-fair-v1\0" + canonical(transcript)). */
+export declare function rollKey(seed: Uint8Array, transcript: object): Promise<Uint8Array>;
+/** The dice of a roll key: the HMAC word stream with rejection (spec/fairness.md). */
+export declare class FairDice {
+  constructor(key: Uint8Array);
+  readonly draws: [Int, Int][];
+  roll(faces: Int): Promise<Int>;
+}
+/** Whether someone outside the operator's side contributed to a roll. */
+export declare function outsideContribution(fair: object, roller: string, rollerIsGm: boolean): boolean;
+/** null when the roll's draws are what its revealed seed gives; else a sentence naming the first that is not. */
+export declare function streamProblem(room: string, event: object, seed: Uint8Array): Promise<string | null>;
+/** What a client knows of a room's dice seeds; `TableRelay` keeps one. */
+export declare class SeedBook {
+  constructor();
+  check(room: string, event: object): Promise<string | null>;
+  seedCommitted(event: SeedCommitEvent): string | null;
+  seedRevealed(room: string, event: SeedRevealEvent): Promise<{ alarm: string | null; updated: RollEvent[] }>;
+  noteOpen(seed: { n: Int; commit: string } | undefined): string | null;
+  reset(epoch: string | null): void;
+}
 export declare function decodeMsgpack(bytes: Uint8Array): unknown;
 export declare function encodeMsgpack(value: unknown): Uint8Array;
 

@@ -11,7 +11,8 @@
 //   const event = await table.roll({ system: "drawsteel.power", characteristic: 2, edges: 1 });
 //
 // Every event is checked against the server's Ed25519 signature (docs/verification.md): `event.verified`
-// is true, or false with `event.verifyError` saying why. Where WebCrypto lacks Ed25519 the client imports
+// is true, or false with `event.verifyError` saying why. With a server rolling fair dice, every roll frame
+// carries 16 fresh bytes as its `seed`, and every roll gets `event.verdict` (docs/fairness.md). Where WebCrypto lacks Ed25519 the client imports
 // @noble/ed25519 (map it too in a browser's import map).
 //
 // The parts:
@@ -20,6 +21,7 @@
 //   src/verification.js  signatures (WebCrypto, else @noble/ed25519), the server's keys, reveals' commitments
 //   src/state.js         the room's state (Fear, Hope, members) from welcomes and events
 //   src/connection.js    the socket: hello and resume, backoff, heartbeat, requests in flight
+//   src/fairness.js      fair dice (spec/fairness.md): roller seeds, seed commitments, the HMAC stream, verdicts
 //   src/client.js        TableRelay: receiving and delivering events, the requests
 
 import { TableRelay } from "./src/client.js";
@@ -27,6 +29,18 @@ import { TableRelay } from "./src/client.js";
 export { TableRelay };
 export { EVENT_KINDS, PROTOCOL_VERSION, TableRelayError, decodeMsgpack, encodeMsgpack, eventPageUrl } from "./src/protocol.js";
 export { CLIENT_FIELDS, UNSIGNED_KEYS, canonicalEncode, openSignedBytes, signedBytes } from "./src/signing.js";
+export {
+  FairDice,
+  SeedBook,
+  VERDICTS,
+  newRollerSeed,
+  outsideContribution,
+  pendingCommit,
+  rollKey,
+  rollTranscript,
+  seedCommit,
+  streamProblem,
+} from "./src/fairness.js";
 export { ed25519Verify, importKeys, verifyCommitment, verifyEvent } from "./src/verification.js";
 
 export default TableRelay;

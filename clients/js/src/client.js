@@ -3,12 +3,14 @@
 // requests (roll, reveal, Fear and Hope, campaign management) as promises.
 
 import { RelayConnection } from "./connection.js";
+import { SeedBook, VERDICTS, newRollerSeed } from "./fairness.js";
 import { TableRelayError, decodeMsgpack } from "./protocol.js";
 import { STATE_KINDS, applyToState, welcomeState } from "./state.js";
 import { checkReveal, importKeys, verifyEvent } from "./verification.js";
 
 const FATAL_ERROR_CODES = new Set(["unauthorized", "forbidden", "not_found"]);
 const RECENT_EVENTS = 1000; // events kept so acks (also retried ones) can resolve to their event
+const ROLL_SEEDS = 1000; // roller seeds kept by roll id, so a retry of the same id sends the same bytes
 const RATE_LIMIT_RETRIES = 3; // a request refused as rate_limited is sent again after 0.5 s, 1 s, 2 s
 
 /**
@@ -39,6 +41,13 @@ export class TableRelay extends RelayConnection {
     this._chain = Promise.resolve();
     this._recent = new Map(); // seq -> event, the last RECENT_EVENTS events
     this._commitments = new Map(); // seq of a sealed roll -> its commitment
+    // Fair dice (spec/fairness.md): the room's seeds and the rolls waiting for theirs, the roller seeds this
+    // client sent (by roll id), and those of its own sealed rolls still to check (by seq).
+    this._seeds = new SeedBook();
+    this._rollSeeds = new Map();
+    this._ownSealed = new Map();
+    /** Every fairness alarm raised since this client was made, oldest first. */
+    this.alarms = [];
   }
 
   // ---- receiving ----------------------------------------------------------------------------------------
@@ -101,7 +110,11 @@ export class TableRelay extends RelayConnection {
       this._commitments.clear();
       this.state = welcomeState(frame);
       this.seq = 0;
+      // The same log (a resume the server could not fill): what was committed still binds; another: forget.
+      if (this._seeds.epoch !== frame.epoch) this._seeds.reset(frame.epoch);
+      else this._seeds.awaiting.clear();
     }
+    this._alarm(this._seeds.noteOpen(frame.seed), null);
     this._setStatus("open");
     this._emit("welcome", frame, { fresh });
     for (const event of frame.history ?? []) {
@@ -147,11 +160,13 @@ export class TableRelay extends RelayConnection {
       if (!outcome.verified) event.verifyError = outcome.reason;
     }
     if (event.kind === "reveal") await this._checkReveal(event);
+    const changed = await this._judge(event);
     this.seq = event.seq;
     this._remember(event);
     if (!info.replay) this._applyToState(event);
     this._emit(event.kind, event, info);
     this._emit("event", event, info);
+    for (const [roll, alarm] of changed) this._verdictChanged(roll, alarm);
     if (!info.replay && STATE_KINDS.has(event.kind)) {
       this._emit("state", this.state);
     }
@@ -164,6 +179,75 @@ export class TableRelay extends RelayConnection {
 
   _checkReveal(event) {
     return checkReveal(event, this._commitments.get(event.of));
+  }
+
+  // ---- fair dice (spec/fairness.md) ---------------------------------------------------------------------
+
+  /**
+   * Give a roll its verdict, or take in a seed event; raises the alarms. Resolves with the earlier rolls
+   * whose verdict this event changed (a seed's reveal, a hidden roll's reveal) and their alarms, to be
+   * announced after the event itself.
+   */
+  async _judge(event) {
+    const room = this.room?.id;
+    try {
+      if (event.kind === "roll") {
+        this._alarm(await this._seeds.check(room, event), event);
+      } else if (event.kind === "seed_commit") {
+        this._alarm(this._seeds.seedCommitted(event), event);
+      } else if (event.kind === "seed_reveal") {
+        const { alarm, updated } = await this._seeds.seedRevealed(room, event);
+        this._alarm(alarm, event);
+        return updated.map((roll) => [roll, roll.verdict === VERDICTS.FAILED ? `Roll ${roll.seq} failed its fairness check: ${roll.verdictReason}.` : null]);
+      } else if (event.kind === "reveal" && event.roll && typeof event.roll === "object" && event.roll.fair !== undefined) {
+        const alarm = (await this._seeds.check(room, event.roll)) ?? this._ownSeedAlarm(this._ownSealed.get(event.of), event.roll);
+        this._ownSealed.delete(event.of);
+        return [[event.roll, alarm]];
+      }
+    } catch (err) {
+      this._emit("error", new TableRelayError("internal", `The fairness check failed: ${err?.message ?? err}`));
+    }
+    return [];
+  }
+
+  /** A roll's verdict changed after it was delivered: the copy this client keeps follows, listeners hear it. */
+  _verdictChanged(roll, alarm) {
+    const kept = this._recent.get(roll.seq);
+    if (kept && kept !== roll && kept.verdict !== undefined) {
+      kept.verdict = roll.verdict;
+      kept.verdictReason = roll.verdictReason;
+    }
+    this._alarm(alarm, roll);
+    this._emit("verdict", roll);
+  }
+
+  _alarm(message, event) {
+    if (!message) return;
+    const alarm = { message, seq: event?.seq ?? null, event: event ?? null };
+    this.alarms.push(alarm);
+    if (this.alarms.length > 100) this.alarms.shift();
+    this._emit("alarm", alarm);
+  }
+
+  /** The roller seed this client sent for `roll`, checked against the one the roll carries: an alarm or null. */
+  _ownSeedAlarm(sent, roll) {
+    if (!sent || !roll || roll.sealed === true || !roll.fair || typeof roll.fair !== "object") return null;
+    if (roll.fair.pending != null) return null; // a witnessed roll's transcript holds no roller seed
+    const got = roll.fair.seed;
+    if (got instanceof Uint8Array && got.length === sent.length && got.every((b, i) => b === sent[i])) return null;
+    this._seeds.fail(roll, got == null ? "the roller seed this client sent was left out" : "the roller seed this client sent was replaced");
+    return `Roll ${roll.seq} failed its fairness check: ${roll.verdictReason}.`;
+  }
+
+  _checkOwnSeed(sent, event) {
+    if (!event || typeof event !== "object" || event.fair === undefined) return; // a server without fair dice
+    if (event.sealed === true) {
+      this._ownSealed.set(event.seq, sent); // checked when the roll is revealed
+      if (this._ownSealed.size > ROLL_SEEDS) this._ownSealed.delete(this._ownSealed.keys().next().value);
+      return;
+    }
+    const alarm = this._ownSeedAlarm(sent, event);
+    if (alarm) this._verdictChanged(event, alarm);
   }
 
   _remember(event) {
@@ -238,10 +322,26 @@ export class TableRelay extends RelayConnection {
    * If the connection drops before the answer, the roll is sent again with the same id after the resume,
    * and the server answers with the first result: never a second roll.
    */
-  roll(intent, { visibility = "public", label, id } = {}) {
+  roll(intent, { visibility = "public", label, id, seed } = {}) {
     const frame = { t: "roll", id: id ?? this._newId(), intent, visibility };
     if (label !== undefined && label !== null && label !== "") frame.label = label;
-    return this._request(frame);
+    // The roller's contribution to its dice (spec/fairness.md): 16 fresh bytes from the CSPRNG, the same
+    // bytes for every send of the same id (a resend after a drop sends this very frame again).
+    frame.seed = seed ?? this._rollSeeds.get(frame.id) ?? newRollerSeed();
+    this._rollSeeds.set(frame.id, frame.seed);
+    if (this._rollSeeds.size > ROLL_SEEDS) this._rollSeeds.delete(this._rollSeeds.keys().next().value);
+    return this._request(frame).then((event) => {
+      this._checkOwnSeed(frame.seed, event);
+      return event;
+    });
+  }
+
+  /**
+   * GM only: reveal the room's open dice seed now (the next one is committed at once). Resolves with the
+   * `seed_reveal` event; every roll that waited for the seed gets its verdict (listen to "verdict").
+   */
+  revealSeed() {
+    return this._request({ t: "seed", id: this._newId(), op: "reveal" });
   }
 
   /** Reveal a sealed roll by its seq; resolves with the reveal event. */

@@ -8,7 +8,7 @@ const SIGNING_DOMAIN = textEncoder.encode("tablerelay-event-v1\0");
 /** Keys an event carries that its signature does not cover. */
 export const UNSIGNED_KEYS = Object.freeze(["t", "sig", "kid", "foundry", "roll20"]);
 /** Fields this client adds to the events it delivers; never part of what the server signed. */
-export const CLIENT_FIELDS = Object.freeze(["verified", "verifyError", "roll", "commitmentVerified"]);
+export const CLIENT_FIELDS = Object.freeze(["verified", "verifyError", "roll", "commitmentVerified", "verdict", "verdictReason"]);
 const LEFT_OUT = new Set([...UNSIGNED_KEYS, ...CLIENT_FIELDS]);
 
 class ByteWriter {

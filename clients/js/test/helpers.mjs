@@ -1,7 +1,8 @@
 // Shared by the node tests: the relay under test, fresh rooms, clients with controllable sockets.
 //
-// Run by tests/test_js_client.py, which starts a relay and passes TABLERELAY_TEST_URL, _DATA and _CLI.
-// Run alone (`npm test`), it starts one itself from the repository's .venv.
+// Run by tests/test_js_client.py, which starts a relay and passes TABLERELAY_TEST_URL, _DATA and _CLI (and a
+// second relay rolling fair dice as TABLERELAY_TEST_FAIR_URL and _FAIR_DATA). Run alone (`npm test`), it
+// starts them itself from the repository's .venv.
 
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,10 +15,11 @@ import { TableRelay } from "../tablerelay.js";
 const here = fileURLToPath(new URL(".", import.meta.url));
 const repo = resolve(here, "..", "..", "..");
 
-async function startOwnRelay() {
+async function startOwnRelay(extraEnv = {}) {
   const cli = join(repo, ".venv", "bin", "tablerelay");
   const data = mkdtempSync(join(tmpdir(), "tablerelay-node-"));
-  const env = { ...process.env, TABLERELAY_SECRET: `node-tests-secret-${process.pid}-${Date.now()}-${Math.random()}` };
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("TABLERELAY_")));
+  const env = { ...inherited, TABLERELAY_SECRET: `node-tests-secret-${process.pid}-${Date.now()}-${Math.random()}`, ...extraEnv };
   const child = spawn(cli, ["serve", "--host", "127.0.0.1", "--port", "0", "--data", data, "--log-format", "json"], {
     env,
     stdio: ["ignore", "ignore", "pipe"],
@@ -60,12 +62,27 @@ export const server = process.env.TABLERELAY_TEST_URL
     }
   : await startOwnRelay();
 
+let fair = null;
+
+/** The relay rolling fair dice (`TABLERELAY_FAIR_DICE=true`, spec/fairness.md): started on first use. */
+export function fairServer() {
+  fair ??= process.env.TABLERELAY_TEST_FAIR_URL
+    ? Promise.resolve({
+        url: process.env.TABLERELAY_TEST_FAIR_URL,
+        data: process.env.TABLERELAY_TEST_FAIR_DATA,
+        cli: process.env.TABLERELAY_TEST_CLI,
+        env: process.env,
+      })
+    : startOwnRelay({ TABLERELAY_FAIR_DICE: "true" });
+  return fair;
+}
+
 let rooms = 0;
 
-/** A fresh room: {room, gm, player, spectator, watch}. */
-export function createRoom(name = `node test ${process.pid}-${++rooms}`) {
-  const out = execFileSync(server.cli, ["room", "create", "--name", name, "--data", server.data, "--json"], {
-    env: server.env,
+/** A fresh room: {room, gm, player, spectator, watch}; on `on` (e.g. `await fairServer()`) when given. */
+export function createRoom(name = `node test ${process.pid}-${++rooms}`, on = server) {
+  const out = execFileSync(on.cli, ["room", "create", "--name", name, "--data", on.data, "--json"], {
+    env: on.env,
     encoding: "utf8",
   });
   return JSON.parse(out);
