@@ -31,13 +31,14 @@ class Session:
     ``id`` and ``role`` are copied out of ``member`` because fan-out reads them once per event per socket.
     """
 
-    __slots__ = ("formats", "id", "member", "role")
+    __slots__ = ("formats", "id", "member", "role", "witness")
 
-    def __init__(self, member: Member, formats: frozenset[str] = frozenset()) -> None:
+    def __init__(self, member: Member, formats: frozenset[str] = frozenset(), witness: bool = False) -> None:
         self.member = member
         self.formats = formats
         self.id = member.id
         self.role = member.role
+        self.witness = witness  # its hello said it witnesses rolls (spec/fairness.md)
 
 
 @dataclass(eq=False)
@@ -87,4 +88,12 @@ class PrepareSeed:
     n: int
 
 
-Action = Send | Append | Broadcast | PrepareSeed | Effect
+@dataclass(frozen=True)
+class WaitWitnesses:
+    """Call the room's ``witness_due(pending)`` after ``ms`` milliseconds, if the roll is not made by then."""
+
+    pending: int
+    ms: int
+
+
+Action = Send | Append | Broadcast | PrepareSeed | WaitWitnesses | Effect

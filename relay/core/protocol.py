@@ -79,6 +79,7 @@ class Hello:
     name: str | None
     resume: Resume | None
     formats: frozenset[str]
+    witness: bool = False  # the client answers witness requests (spec/fairness.md)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,15 @@ class Roll:
     visibility: str
     label: str | None
     seed: bytes | None = None  # the roller's contribution to its dice (spec/fairness.md)
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A witness's random bytes for the open roll of pending event ``pending`` (spec/fairness.md)."""
+
+    id: str
+    pending: int
+    value: bytes
 
 
 @dataclass(frozen=True)
@@ -190,7 +200,7 @@ def _parse_manage(kind: str, raw: Mapping[str, Any], rid: str) -> ManageFrame:
     return Archive(rid)
 
 
-Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | Seed | ManageFrame"
+Frame: TypeAlias = "Hello | Roll | Reveal | Resource | Ping | Seed | Witness | ManageFrame"
 
 
 # msgspec's compiled encoder writes the bytes ``msgpack.packb(frame, use_bin_type=True)`` does (keys in
@@ -366,7 +376,12 @@ def _parse_hello(raw: Mapping[str, Any]) -> Hello:
         if not isinstance(formats, list) or not all(f in FORMATS for f in formats):
             raise FrameError("bad_frame", f"The hello's 'formats' must be a list of: {', '.join(FORMATS)}.")
         parsed_formats = frozenset(formats)
-    return Hello(token, name.strip() if isinstance(name, str) else None, parsed_resume, parsed_formats)
+    witness = raw.get("witness", False)
+    if not isinstance(witness, bool):
+        raise FrameError("bad_frame", "The hello's 'witness' must be true or false.")
+    return Hello(
+        token, name.strip() if isinstance(name, str) else None, parsed_resume, parsed_formats, witness
+    )
 
 
 def _parse_roll(raw: Mapping[str, Any], rid: str, limits: Limits) -> Roll:
@@ -437,13 +452,13 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
     kind = raw.get("t")
     if kind == "hello":
         return _parse_hello(raw)
-    if kind not in ("roll", "reveal", "resource", "ping", "seed", *MANAGE_TYPES):
+    if kind not in ("roll", "reveal", "resource", "ping", "seed", "witness", *MANAGE_TYPES):
         rid = raw.get("id")
         known = isinstance(rid, str) and 0 < len(rid) <= limits.max_request_id
         shown = repr(kind)[:40] if isinstance(kind, str) else "missing"
         raise FrameError(
             "bad_frame",
-            f"Unknown frame type {shown}; the types are hello, roll, reveal, resource, ping, seed, "
+            f"Unknown frame type {shown}; the types are hello, roll, reveal, resource, ping, seed, witness, "
             f"{', '.join(MANAGE_TYPES)}.",
             rid if known else None,
         )
@@ -456,6 +471,13 @@ def parse(data: bytes | str, limits: Limits) -> Frame:
         return _parse_resource(raw, rid)
     if kind in MANAGE_TYPES:
         return _parse_manage(kind, raw, rid)
+    if kind == "witness":
+        pending, value = raw.get("pending"), raw.get("value")
+        if not _is_int(pending) or pending < 1:
+            raise FrameError("bad_frame", "A witness frame needs 'pending': the seq of a pending event.", rid)
+        if not (isinstance(value, bytes) and SEED_MIN <= len(value) <= SEED_MAX):
+            raise FrameError("bad_frame", f"A witness's 'value' must be {SEED_MIN} to {SEED_MAX} bytes.", rid)
+        return Witness(rid, pending, value)
     if kind == "seed":
         if raw.get("op") != "reveal":
             raise FrameError("bad_frame", "A seed frame's 'op' must be \"reveal\".", rid)

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import rules
-from relay.core import fairness, membership, protocol, visibility
-from relay.core.actions import Action, Append, Broadcast, Pending, PrepareSeed, Refused, Send, Session
+from relay.core import fair, membership, protocol, visibility
+from relay.core.actions import Action, Append, Broadcast, Pending, Refused, Send, Session
 from relay.core.claims import Claims
 from relay.core.info import RoomInfo
 from relay.core.seeds import RoomSeeds
@@ -78,7 +78,7 @@ class Room:
         self._make_id = make_id
         self._nonce = nonce
         # Fair dice (spec/fairness.md) when the shell hands the room its stored seeds; else SecureDice.
-        self.seeds = RoomSeeds(info.id, seeds, limits) if seeds is not None else None
+        self.fair = fair.FairState(RoomSeeds(info.id, seeds, limits)) if seeds is not None else None
 
     @property
     def id(self) -> str:
@@ -132,14 +132,20 @@ class Room:
                 return []
         raise AssertionError(f"seq {seq} is neither committed nor in flight")
 
-    # The builders relay.core.membership uses for its events.
+    # The builders relay.core.membership and relay.core.fair use for their events.
     record = _record
     append_records = _append
+
+    def now(self) -> int:
+        return self._clock()
+
+    def draw_nonce(self) -> bytes:
+        return self._nonce() if self._nonce is not None else secrets.token_bytes(visibility.NONCE_BYTES)
 
     # -- joining and leaving -----------------------------------------------------------------------------
 
     def admit(
-        self, claims: Claims, name: str | None, formats: frozenset[str]
+        self, claims: Claims, name: str | None, formats: frozenset[str], *, witness: bool = False
     ) -> tuple[Session, Pending | None]:
         """A socket's hello with these (verified) token claims: its session, and the join to store if any."""
         if claims.room != self.id:
@@ -170,7 +176,9 @@ class Room:
             # alone is a name; invites make a participant per socket, and the id's start tells them apart.
             display = role_name if claims.sub is not None else f"{role_name} {pid[:4]}"
         member = Member(pid, display, claims.role)
-        session = Session(member, formats)
+        session = Session(member, formats, witness)
+        if self.fair is not None:
+            self.fair.joined(session, witness)
         count = self.sockets.get(pid, 0)
         self.sockets[pid] = count + 1
         join = None
@@ -180,6 +188,8 @@ class Room:
 
     def disconnect(self, session: Session) -> Pending | None:
         """A socket closed; the leave to store when it was the participant's last."""
+        if self.fair is not None:
+            self.fair.left(session, session.witness)
         count = self.sockets.get(session.id, 0) - 1
         if count > 0:
             self.sockets[session.id] = count
@@ -214,8 +224,14 @@ class Room:
             return self._reveal(session, frame)
         if isinstance(frame, protocol.Resource):
             return self._resource(session, frame)
-        if isinstance(frame, protocol.Seed):
-            return self._reveal_seed(session, frame)
+        if isinstance(frame, protocol.Seed | protocol.Witness):
+            if self.fair is None:
+                return _error(
+                    session, "not_found", "This server does not roll from committed seeds.", frame.id
+                )
+            if isinstance(frame, protocol.Seed):
+                return fair.reveal_seed(self, self.fair, session, frame)
+            return fair.witness(self, self.fair, session, frame)
         if not isinstance(frame, protocol.Hello):
             return membership.handle(self, session, frame)
         return _error(session, "bad_frame", "This socket has already said hello.", None)
@@ -226,29 +242,30 @@ class Room:
         seen = self.pending.roll_seq(session.id, frame.id)
         if seen is not None:
             return self._ack_later(seen, session, frame.id)
-        before: list[dict[str, Any]] = []  # the seed events a fair roll appends first
-        fair: dict[str, Any] | None = None
         try:
-            if self.seeds is None:
-                result = self._resolve(frame.intent)
-            else:
-                plan = self.seeds.for_roll(self.pending, self._clock())
-                if plan is None:
-                    message = "The room's next dice seed is still being stored; try again in a moment."
-                    return _error(session, "conflict", message, frame.id)
-                events, n, secret = plan
-                first = self.pending.seq + 1
-                before = [
-                    self._record(first + i, kind, session.member, **f) for i, (kind, f) in enumerate(events)
-                ]
-                fair, result = self._fair_result(session, frame, n, secret)
+            if self.fair is not None:
+                return fair.roll(self, self.fair, session, frame)
+            result = self._resolve(frame.intent)
         except RulesError as exc:
             return _error(session, "bad_intent", exc.message, frame.id)
+        return self.make_roll(session, frame, result, None, [], [(session, frame.id)])
+
+    def make_roll(
+        self,
+        session: Session,
+        frame: protocol.Roll,
+        result: dict[str, Any],
+        fair_map: dict[str, Any] | None,
+        before: list[dict[str, Any]],
+        acks: list[tuple[Session, str]],
+    ) -> list[Action]:
+        """Store a resolved roll (after ``before``, the seed events a fair roll appends first) and its
+        resource changes, acknowledged to ``acks`` once stored; or refuse it to them all."""
         seq = self.pending.seq + 1 + len(before)
         try:
             changes = self._effects(result, session.id)
         except _Insufficient as exc:
-            return _error(session, "insufficient", str(exc), frame.id)
+            return [Send(s, protocol.error_frame("insufficient", str(exc), rid)) for s, rid in acks]
         # Events hold no floats (spec/signing.md): a fraction from a dice formula becomes a decimal string,
         # and what canonical MessagePack cannot hold is refused here, before anything is stored.
         wire = protocol.event_values(result)
@@ -264,8 +281,8 @@ class Room:
         )
         if wire is not result:
             record["rules_result"] = result  # the numbers themselves, for the Foundry and Roll20 renderers
-        if fair is not None:
-            record["fair"] = fair
+        if fair_map is not None:
+            record["fair"] = fair_map
         if frame.visibility != "public":
             nonce = self._nonce() if self._nonce is not None else None
             record["sealed"] = visibility.seal(visibility.body_of(record), nonce)
@@ -275,55 +292,13 @@ class Room:
             if participant is not None:
                 fields["participant"] = participant
             records.append(self._record(seq + offset, "resource", session.member, **fields))
-        actions: list[Action] = [Append(self._append(records, (session, frame.id), ack_seq=seq))]
-        return actions + self._seeds_to_prepare()
+        appended = self._append(records, acks[0] if acks else None, ack_seq=seq)
+        appended.acks.extend(acks[1:])
+        return [Append(appended)]
 
-    def _fair_result(
-        self, session: Session, frame: protocol.Roll, n: int, secret: bytes
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A roll's dice from seed ``n`` and the roller's seed (spec/fairness.md): its ``fair`` map and its
-        result. Unwitnessed: witnesses and pending rolls are not served yet."""
-        roll = fairness.transcript(
-            room=self.id,
-            n=n,
-            roller=session.id,
-            visibility=frame.visibility,
-            intent=protocol.event_values(frame.intent),
-            label=frame.label,
-            seed=frame.seed,
-            pending=None,
-            nonce=None,
-            witnesses=(),
-        )
-        dice = fairness.dice(secret, roll)
-        result = rules.resolve(frame.intent, rng=dice)
-        draws = [[faces, value] for faces, value in dice.draws]
-        fair = {"n": n, "seed": frame.seed, "pending": None, "nonce": None, "witnesses": [], "draws": draws}
-        return fair, result
-
-    def _reveal_seed(self, session: Session, frame: protocol.Seed) -> list[Action]:
-        if session.role != "gm":
-            return _error(session, "forbidden", "Only a GM may reveal the room's dice seed.", frame.id)
-        if self.seeds is None:
-            return _error(session, "not_found", "This server does not roll from committed seeds.", frame.id)
-        events = self.seeds.for_reveal(self.pending)
-        if events is None:
-            message = "The room's next dice seed is still being stored; try again in a moment."
-            return _error(session, "conflict", message, frame.id)
-        if not events:
-            return _error(session, "not_found", "The room has no dice seed open to reveal.", frame.id)
-        records = self._seed_records(events, session.member)
-        return [Append(self._append(records, (session, frame.id))), *self._seeds_to_prepare()]
-
-    def _seed_records(self, events: list[tuple[str, dict[str, Any]]], actor: Member) -> list[dict[str, Any]]:
-        first = self.pending.seq + 1
-        return [self._record(first + i, kind, actor, **fields) for i, (kind, fields) in enumerate(events)]
-
-    def _seeds_to_prepare(self) -> list[Action]:
-        if self.seeds is None:
-            return []
-        self.seeds.forget_revealed(self.pending)
-        return [PrepareSeed(n) for n in self.seeds.missing(self.pending)]
+    def witness_due(self, pending_seq: int) -> list[Action]:
+        """The wait for a witnessed roll's witnesses is over (the shell's timer): make it with what it has."""
+        return [] if self.fair is None else fair.complete(self, self.fair, pending_seq)
 
     def _effects(self, result: Mapping[str, Any], roller: str) -> list[tuple[str, str | None, int, int]]:
         """A result's resource changes, checked against ``pending``: (name, participant, delta, value).
@@ -447,18 +422,21 @@ class Room:
 
         ``full``: the store had no room for it (a full disk, a stream at its byte limit)."""
         self.inflight.pop(pending, None)
-        if pending.generation == self.generation:
-            # Everything applied after the committed state is void; queued appends behind this one will
-            # fail their expected-seq check and be answered here too (with an older generation).
-            self.generation += 1
-            self.pending = self.committed.copy()
         if conflict:
             code, message = "conflict", "The room changed while this was being stored; try again."
         elif full:
             code, message = "store_full", "The server's storage is full; nothing was stored. Try again later."
         else:
             code, message = "internal", "The server could not store this; try again."
-        return [Send(session, protocol.error_frame(code, message, rid)) for session, rid in pending.acks]
+        answers: list[Action] = [Send(s, protocol.error_frame(code, message, rid)) for s, rid in pending.acks]
+        if pending.generation == self.generation:
+            # Everything applied after the committed state is void; queued appends behind this one will
+            # fail their expected-seq check and be answered here too (with an older generation).
+            self.generation += 1
+            self.pending = self.committed.copy()
+            if self.fair is not None:
+                answers += fair.abandon(self.fair, self.committed.seq, code, message)
+        return answers
 
     def remote(self, records: Sequence[dict[str, Any]]) -> list[Action]:
         """Records another relay node stored (the cluster store): fold them in and broadcast them.

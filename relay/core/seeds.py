@@ -37,9 +37,12 @@ class RoomSeeds:
         current = state.seed_n if state.seed_open else state.seed_n + 1
         return [n for n in (current, current + 1) if n not in self.secrets]
 
-    def for_roll(self, state: RoomState, now_ms: int) -> tuple[list[SeedEvent], int, bytes] | None:
+    def for_roll(
+        self, state: RoomState, now_ms: int, *, hold: bool = False
+    ) -> tuple[list[SeedEvent], int, bytes] | None:
         """The seed events to append before a roll made now, and the number and secret of the seed it
-        uses; None while the seed it needs is not stored yet."""
+        uses; None while the seed it needs is not stored yet. ``hold``: a witnessed roll is open on the
+        open seed, which may not be revealed before it is made."""
         if not state.seed_open:
             n = state.seed_n + 1
             secret = self.secrets.get(n)
@@ -47,7 +50,7 @@ class RoomSeeds:
         n = state.seed_n
         due = state.seed_rolls >= self.limits.seed_rolls
         due = due or now_ms - state.seed_opened >= self.limits.seed_hours * HOUR_MS
-        if due and n + 1 in self.secrets:
+        if due and not hold and n + 1 in self.secrets:
             # A seed past its count or age is revealed at the next roll, which takes the next seed; if the
             # next is not stored yet, the open one serves this roll and the reveal waits for the next.
             return [self._reveal(n), self._commit(n + 1)], n + 1, self.secrets[n + 1]

@@ -163,6 +163,8 @@ class RoomState:
                 raise FoldError(f"seed {record['n']} committed at {seq} while seed {self.seed_n} is current")
             self.seed_n, self.seed_commit, self.seed_open = record["n"], record["commit"], True
             self.seed_opened, self.seed_rolls = record["ts"], 0
+        elif kind == "pending":
+            pass  # a witnessed roll's announcement (spec/fairness.md); the roll naming it changes the state
         elif kind == "seed_reveal":
             if not self.seed_open or record["n"] != self.seed_n:
                 raise FoldError(f"seed {record['n']} revealed at {seq}, but the open seed is {self.seed_n}")

@@ -27,7 +27,11 @@ BODY_KEYS = ("seq", "epoch", "ts", "kind", "actor", "visibility", "label", "inte
 ENVELOPE_KEYS = ("seq", "epoch", "ts", "kind", "actor", "visibility")
 NONCE_BYTES = 32
 #: The public fields of a room's seed events (spec/fairness.md).
-SEED_FIELDS = {"seed_commit": ("n", "commit"), "seed_reveal": ("n", "seed")}
+SEED_FIELDS = {
+    "seed_commit": ("n", "commit"),
+    "seed_reveal": ("n", "seed"),
+    "pending": ("roller", "n", "asked", "commit"),
+}
 
 
 def sees_full(visibility: str, roller_id: str, viewer_id: str, viewer_role: str) -> bool:

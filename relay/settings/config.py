@@ -47,6 +47,8 @@ class Limits:
     # hours old (spec/fairness.md; with fair_dice on).
     seed_rolls: int = 250
     seed_hours: float = 12.0
+    # How long a witnessed roll waits for its witnesses' values before it is made with those it has.
+    witness_wait_ms: int = 250
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Callable
 
+from relay.core.actions import Action, WaitWitnesses
 from relay.core.fairness import SEED_BYTES
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
@@ -41,6 +43,16 @@ class Preparer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def wait(
+        self, handle: RoomHandle, action: WaitWitnesses, execute: Callable[[RoomHandle, list[Action]], None]
+    ) -> None:
+        """After the witnesses' wait, have the room make the roll with what it has, and carry that out."""
+
+        def due() -> None:
+            execute(handle, handle.room.witness_due(action.pending))
+
+        asyncio.get_running_loop().call_later(action.ms / 1000, due)
+
     async def _store(self, handle: RoomHandle, n: int) -> None:
         room = handle.room
         try:
@@ -49,5 +61,5 @@ class Preparer:
             # The room keeps rolling on its open seed and asks again at its next roll.
             logger.warning("seed_not_stored", room=room.id, n=n, error=type(exc).__name__)
             return
-        if room.seeds is not None:
-            room.seeds.add(n, secret)
+        if room.fair is not None:
+            room.fair.seeds.add(n, secret)

@@ -23,7 +23,17 @@ from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from relay.core import protocol, retention
-from relay.core.actions import Action, Append, Broadcast, Pending, PrepareSeed, Refused, Send, Session
+from relay.core.actions import (
+    Action,
+    Append,
+    Broadcast,
+    Pending,
+    PrepareSeed,
+    Refused,
+    Send,
+    Session,
+    WaitWitnesses,
+)
 from relay.core.room import Resolver, Room
 from relay.core.state import RoomState
 from relay.settings.config import Config
@@ -277,6 +287,8 @@ class Relay:
                 self._schedule_tick()
             elif isinstance(action, PrepareSeed):
                 self.seeds.prepare(handle, action.n)
+            elif isinstance(action, WaitWitnesses):
+                self.seeds.wait(handle, action, self.execute)
             else:  # a campaign-management effect (rare): relay.shell.campaign_io
                 campaign_io.carry_out(self, handle, action)
 
@@ -438,7 +450,7 @@ class Relay:
             return None
         room = handle.room
         try:
-            session, join = room.admit(claims, hello.name, hello.formats)
+            session, join = room.admit(claims, hello.name, hello.formats, witness=hello.witness)
         except Refused as exc:
             await self._refuse(conn, exc.code, exc.reason)
             return None

@@ -125,3 +125,63 @@ async def test_the_open_seed_outlives_a_restart(server_factory: Any, clients: An
     verdicts = verify_fair(log, room.id)
     assert verdicts[first].verdict == "fair"
     assert verdicts[second].verdict == "fair", "the second roll used the same seed, restored from the store"
+
+
+async def witness_client(clients: Any, server: Server, token: str, label: str) -> Client:
+    client: Client = await clients.open(server.url, label)
+    await client.send({"t": "hello", "v": 1, "token": token, "witness": True})
+    client.welcome = await client.next("welcome")
+    return client
+
+
+async def answer_pending(client: Client, value: bytes) -> dict[str, Any]:
+    pending = await client.next("event", kind="pending")
+    return await client.request({"t": "witness", "pending": pending["seq"], "value": value})
+
+
+async def test_a_gm_roll_is_witnessed_by_the_players_online_and_checks_fair_offline(
+    server_factory: Any, clients: Any, tmp_path: Path
+) -> None:
+    server: Server = server_factory(**FAIR, TABLERELAY_WITNESS_WAIT_MS="10000")
+    room = await server.acreate_room("Witnessed table")
+    gm = await clients.join(server.url, room.gm, "gm")
+    ana = await witness_client(clients, server, room.player, "ana")
+    bo = await witness_client(clients, server, room.player, "bo")
+    quiet = await clients.join(server.url, room.player, "quiet")  # no witness flag: never asked
+    answers = asyncio.gather(answer_pending(ana, b"a" * 16), answer_pending(bo, b"b" * 24))
+    seq = await fair_roll(gm, DICE, "g1", bytes(16), "gm")
+    acks = await answers
+    assert [a["t"] for a in acks] == ["ack", "ack"]
+    event = await gm.event(seq)
+    assert sorted(w[0] for w in event["fair"]["witnesses"]) == sorted([ana.id, bo.id])
+    placeholder = await quiet.event(seq)
+    assert placeholder.get("sealed") is True
+    assert placeholder["fair"]["witnesses"] == event["fair"]["witnesses"], "each witness checks its value"
+    assert "draws" not in placeholder["fair"]
+    assert not [f for f in quiet.frames if isinstance(f, dict) and f.get("t") == "error"]
+    assert (await gm.request({"t": "seed", "id": "s1", "op": "reveal"}))["t"] == "ack"
+    await gm.request({"t": "reveal", "id": "v1", "seq": seq})
+    out = tmp_path / "export.msgpack"
+    made = await cli(server, "room", "export", room.id, "--format", "msgpack", "-o", str(out))
+    assert made.returncode == 0, made.stderr
+    events = revealed_bodies(read(out.read_bytes()).events)
+    verdicts = verify_fair(events, room.id)
+    assert verdicts[seq].verdict == "fair"
+    assert verdicts[seq].witnesses == 2
+    assert spec_fairness.verdicts(events, room.id)[seq] == "fair"
+    checked = await cli(server, "verify", str(out), "--fair")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{seq}  fair (2 witnesses)" in checked.stdout
+
+
+async def test_a_witness_that_never_answers_costs_only_the_wait(server_factory: Any, clients: Any) -> None:
+    server: Server = server_factory(**FAIR, TABLERELAY_WITNESS_WAIT_MS="300")
+    room = await server.acreate_room("Slow witness")
+    gm = await clients.join(server.url, room.gm, "gm")
+    ana = await witness_client(clients, server, room.player, "ana")
+    await witness_client(clients, server, room.player, "silent")
+    answered = asyncio.ensure_future(answer_pending(ana, b"a" * 16))
+    seq = await fair_roll(gm, DICE, "g1", bytes(16))
+    assert (await answered)["t"] == "ack"
+    event = await gm.event(seq)
+    assert [w[0] for w in event["fair"]["witnesses"]] == [ana.id], "made with the value it had"

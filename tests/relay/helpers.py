@@ -77,8 +77,11 @@ class Table:
         self.forms = forms(info.id)
 
     # -- people ------------------------------------------------------------------------------------------
-    def join(self, role: str, *, sub: str | None = None, name: str | None = None) -> Session:
-        session, join = self.room.admit(Claims(INFO.id, role, sub, name, None), name, frozenset())
+    def join(
+        self, role: str, *, sub: str | None = None, name: str | None = None, witness: bool = False
+    ) -> Session:
+        claims = Claims(INFO.id, role, sub, name, None)
+        session, join = self.room.admit(claims, name, frozenset(), witness=witness)
         self.sessions.append(session)
         if join is not None:
             self.queue.append(join)

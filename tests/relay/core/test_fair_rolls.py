@@ -12,6 +12,7 @@ import rules
 from relay.core import fairness
 from relay.core.actions import PrepareSeed
 from relay.core.canonical import canonical
+from relay.core.fair import FairState
 from relay.core.seeds import RoomSeeds
 from relay.settings.config import Limits
 from tests import spec_fairness
@@ -23,7 +24,7 @@ ROLLER_SEED = bytes(range(16))
 
 def fair_table(limits: Limits | None = None, stored: dict[int, bytes] | None = None) -> Table:
     table = Table(limits=limits)
-    table.room.seeds = RoomSeeds(INFO.id, SEEDS if stored is None else stored, table.room.limits)
+    table.room.fair = FairState(RoomSeeds(INFO.id, SEEDS if stored is None else stored, table.room.limits))
     return table
 
 
