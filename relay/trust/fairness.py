@@ -1,31 +1,67 @@
-"""Provably fair rolls (spec/fairness.md): the derivation of a roll's dice, and the check of a room's log.
+"""Provably fair rolls (spec/fairness.md): the check of a room's log, on the derivation the room rolls with.
 
-Pure: no I/O, no clock, no randomness of its own. The server calls the derivation to make a roll
-(``transcript``, ``dice``, then ``fair_map`` with the dice's draws); anyone holding a room's export calls
-``verify_fair`` to recompute every roll from it. ``tests/spec_fairness.py`` is a second implementation,
-written from the spec alone, that the tests hold this one to.
+Pure: no I/O, no clock, no randomness of its own. The derivation (commits, transcript, key, dice) is the
+core's (``relay.core.fairness``: the room, under this layer, rolls with it), re-exported here with what a
+verifier adds: a roll's transcript read back from its event, its ``fair`` map, and ``verify_fair``, which
+recomputes every roll of a room's export. ``tests/spec_fairness.py`` is a second implementation, written
+from the spec alone, that the tests hold both to.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from relay.core.canonical import CanonicalError, canonical
+from relay.core.fairness import (
+    CONTRIBUTION_MAX,
+    CONTRIBUTION_MIN,
+    FAIR_DOMAIN,
+    PENDING_DOMAIN,
+    SEED_BYTES,
+    SEED_DOMAIN,
+    dice,
+    pending_commit,
+    roll_key,
+    seed_commit,
+    transcript,
+)
 from relay.core.protocol import event_values
 from rules import resolve
 from rules.rng import WORD_SPACE, KeyedDice
 
-SEED_DOMAIN = b"tablerelay-seed-v1\x00"
-PENDING_DOMAIN = b"tablerelay-pending-v1\x00"
-KEY_DOMAIN = b"tablerelay-fair-v1\x00"
-#: A dice seed and a pending nonce are 32 bytes; a roller seed or a witness value 16 to 64.
-SEED_BYTES = 32
+__all__ = [
+    "AWAITING",
+    "CONTRIBUTION_MAX",
+    "CONTRIBUTION_MIN",
+    "EXPORT_HEADER",
+    "FAILED",
+    "FAIR",
+    "FAIR_DOMAIN",
+    "FAIR_KEYS",
+    "NONCE_BYTES",
+    "PENDING_DOMAIN",
+    "SEALED",
+    "SEED_BYTES",
+    "SEED_DOMAIN",
+    "UNWITNESSED",
+    "VERDICTS",
+    "Verdict",
+    "dice",
+    "event_transcript",
+    "fair_map",
+    "outside_contribution",
+    "pending_commit",
+    "roll_key",
+    "seed_commit",
+    "sorted_witnesses",
+    "transcript",
+    "verify_fair",
+]
+
+#: A pending's nonce is 32 bytes.
 NONCE_BYTES = 32
-CONTRIBUTION_BYTES = (16, 64)
 #: The keys of a roll's ``fair`` map in its full form.
 FAIR_KEYS = ("n", "seed", "pending", "nonce", "witnesses", "draws")
 
@@ -35,58 +71,16 @@ AWAITING = "awaiting seed"
 SEALED = "sealed"
 FAILED = "failed"
 VERDICTS = (FAIR, UNWITNESSED, AWAITING, SEALED, FAILED)
+#: An export's first entry says so (``relay.storage.exports.HEADER``, a layer above this one).
+EXPORT_HEADER = "tablerelay-room-export"
 
 
-# -- the derivation ----------------------------------------------------------------------------------------
-
-
-def seed_commit(room: str, n: int, seed: bytes) -> str:
-    """A ``seed_commit`` event's ``commit``: hex SHA-256 of ``b"tablerelay-seed-v1\\x00" + room + b"\\x00" +
-    u64be(n) + S_n``."""
-    data = SEED_DOMAIN + room.encode("utf-8") + b"\x00" + n.to_bytes(8, "big") + seed
-    return hashlib.sha256(data).hexdigest()
-
-
-def pending_commit(intent: Any, label: str | None, nonce: bytes) -> str:
-    """A ``pending`` event's ``commit``: hex ``H(b"tablerelay-pending-v1\\x00" + canonical({intent, label,
-    nonce}))``, with ``intent`` and ``label`` exactly as the roll's full event will carry them."""
-    body = canonical({"intent": intent, "label": label, "nonce": nonce})
-    return hashlib.sha256(PENDING_DOMAIN + body).hexdigest()
+# -- the derivation (the core's, which the room rolls with) and what a verifier adds to it ---------------
 
 
 def sorted_witnesses(values: Mapping[str, bytes]) -> list[list[Any]]:
     """``[[participant id, value], …]`` sorted by the id's UTF-8 bytes, as the transcript holds them."""
     return [[pid, values[pid]] for pid in sorted(values, key=lambda pid: pid.encode("utf-8"))]
-
-
-def transcript(
-    *,
-    room: str,
-    n: int,
-    roller: str,
-    visibility: str,
-    intent: Any,
-    label: str | None,
-    seed: bytes | None,
-    pending: int | None,
-    nonce: bytes | None,
-    witnesses: Sequence[Sequence[Any]],
-) -> dict[str, Any]:
-    """The transcript map a roll's key is derived from. ``seed`` is the roller seed of an unwitnessed roll
-    (``None`` for a witnessed one); ``pending`` and ``nonce`` the pending event's seq and nonce, or ``None``;
-    ``witnesses`` already sorted (``sorted_witnesses``)."""
-    return {
-        "room": room,
-        "n": n,
-        "roller": roller,
-        "visibility": visibility,
-        "intent": intent,
-        "label": label,
-        "seed": seed,
-        "pending": pending,
-        "nonce": nonce,
-        "witnesses": [[pid, value] for pid, value in witnesses],
-    }
 
 
 def event_transcript(room: str, event: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,25 +101,14 @@ def event_transcript(room: str, event: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def roll_key(seed: bytes, transcript: Mapping[str, Any]) -> bytes:
-    """``K = HMAC(S_n, b"tablerelay-fair-v1\\x00" + canonical(transcript))``: 32 bytes."""
-    return hmac.digest(seed, KEY_DOMAIN + canonical(dict(transcript)), hashlib.sha256)
-
-
-def dice(seed: bytes, transcript: Mapping[str, Any]) -> KeyedDice:
-    """The random source for the roll: hand it to ``rules.resolve(intent, rng=...)``, then read its
-    ``draws`` into ``fair_map``."""
-    return KeyedDice(roll_key(seed, transcript))
-
-
-def fair_map(transcript: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[str, Any]:
+def fair_map(script: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[str, Any]:
     """A roll's ``fair`` map (its full form) from its transcript and its dice's ``draws``."""
     return {
-        "n": transcript["n"],
-        "seed": transcript["seed"],
-        "pending": transcript["pending"],
-        "nonce": transcript["nonce"],
-        "witnesses": [list(pair) for pair in transcript["witnesses"]],
+        "n": script["n"],
+        "seed": script["seed"],
+        "pending": script["pending"],
+        "nonce": script["nonce"],
+        "witnesses": [list(pair) for pair in script["witnesses"]],
         "draws": [[faces, value] for faces, value in draws],
     }
 
@@ -180,17 +163,20 @@ class _Seeds:
     bad_reveal: dict[int, str]  # n -> why its reveal does not count
 
 
-def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str) -> dict[int, Verdict]:
+def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str | None = None) -> dict[int, Verdict]:
     """Every roll's verdict in a room's log, by seq, with a failure for each pending or seed event that
     breaks the contract (spec/fairness.md, "Verifying a roll").
 
     ``events`` are the room's events as an export holds them, in any order (a stored export's full forms;
     in a public one, a sealed roll not yet revealed is a placeholder and gets ``sealed``). Items that are
-    not events (an export's header) are skipped. Never raises on what a file holds: a malformed event is
-    a ``failed`` verdict.
+    not events are skipped; without ``room_id``, an export's header among them names the room (``ValueError``
+    when none does). Never raises on what an event holds: a malformed one is a ``failed`` verdict.
     """
+    items = [e for e in events if isinstance(e, Mapping)]
+    if room_id is None:
+        room_id = _room_of(items)
     log = sorted(
-        (e for e in events if isinstance(e, Mapping) and isinstance(e.get("seq"), int) and "kind" in e),
+        (e for e in items if isinstance(e.get("seq"), int) and "kind" in e),
         key=lambda e: int(e["seq"]),
     )
     out: dict[int, Verdict] = {}
@@ -214,6 +200,18 @@ def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str) -> dict[int, 
         if seq not in used and seq not in out:
             out[seq] = Verdict(seq, FAILED, "this pending roll was never made (no roll names it)")
     return dict(sorted(out.items()))
+
+
+def _room_of(items: Iterable[Mapping[str, Any]]) -> str:
+    """The room id an export's header gives (``relay.storage.exports.header``)."""
+    for item in items:
+        room = item.get("room")
+        name = room.get("id") if isinstance(room, Mapping) else None
+        if item.get("t") == EXPORT_HEADER and isinstance(name, str):
+            return name
+    raise ValueError(
+        "name the room: its id is hashed into every commit and key, and no export header gives it"
+    )
 
 
 def _count(event: Mapping[str, Any]) -> int:
@@ -290,11 +288,11 @@ def _fair_fields(event: Mapping[str, Any], full: bool) -> Mapping[str, Any]:
     ids = [w[0].encode("utf-8") for w in witnesses]
     if ids != sorted(set(ids)):
         raise _Failure("its witnesses are not sorted by participant id, or one is listed twice")
-    if not all(_bytes_between(w[1], *CONTRIBUTION_BYTES) for w in witnesses):
+    if not all(_bytes_between(w[1], CONTRIBUTION_MIN, CONTRIBUTION_MAX) for w in witnesses):
         raise _Failure("a witness value is not 16 to 64 bytes")
     if not full:
         return fair
-    if fair["seed"] is not None and not _bytes_between(fair["seed"], *CONTRIBUTION_BYTES):
+    if fair["seed"] is not None and not _bytes_between(fair["seed"], CONTRIBUTION_MIN, CONTRIBUTION_MAX):
         raise _Failure("its roller seed is not 16 to 64 bytes")
     draws = fair["draws"]
     if not isinstance(draws, list) or not all(
@@ -357,7 +355,7 @@ def _check_pending(
     nonce = fair["nonce"]
     if not isinstance(nonce, bytes) or len(nonce) != NONCE_BYTES:
         raise _Failure(f"a witnessed roll's nonce is not {NONCE_BYTES} bytes")
-    expected = pending_commit(event.get("intent"), event.get("label"), nonce)
+    expected = pending_commit(event["intent"], event.get("label"), nonce)
     commit = pending.get("commit")
     if commit != expected:
         raise _Failure(f"its pending's commit (seq {at}) does not match its intent, label and nonce")

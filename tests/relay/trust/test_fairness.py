@@ -495,6 +495,11 @@ def test_verdicts_survive_an_export_files_encoding(fmt: str) -> None:
     exports.write(out, fmt, {**head, "form": "stored"}, log.events)
     read = exports.read(out.getvalue())
     assert fair.verify_fair(read.events, ROOM) == fair.verify_fair(log.events, ROOM)
+    assert fair.EXPORT_HEADER == exports.HEADER
+    # The header names the room when the caller does not.
+    assert fair.verify_fair([head, *read.events]) == fair.verify_fair(log.events, ROOM)
+    with pytest.raises(ValueError, match="name the room"):
+        fair.verify_fair(read.events)
     assert not any(v.failed for v in fair.verify_fair(read.events, ROOM).values())
 
 
