@@ -86,6 +86,10 @@ class Config:
     replicas: int = 0
     nats_creds: str | None = None  # TABLERELAY_NATS_CREDS: a NATS credentials file
     nats_ca: str | None = None  # TABLERELAY_NATS_CA: the CA file that checks tls:// servers' certificates
+    # TABLERELAY_NATS_MAX_BYTES: the events stream's byte limit (JetStream's max_bytes, with discard policy
+    # new: a full stream refuses appends with store_full and never drops old events); set on the stream at
+    # every start when above 0. 0: the stream has no limit of its own (an existing one keeps its own).
+    nats_max_bytes: int = 0
     # TABLERELAY_NODE: this relay node's name in a cluster, unique among running nodes; a node restarted
     # under the same name clears the presence its previous run left (relay.shell.cluster.presence). Unset: a
     # random one.

@@ -14,7 +14,7 @@ from relay.settings.config import Config, Limits
 from relay.shell.admission import Gate
 from relay.shell.connection import Connection, RoomHandle
 from relay.shell.observe.looplag import LoopLag
-from relay.shell.observe.metrics import Metrics
+from relay.shell.observe.metrics import Fullness, Metrics
 from relay.storage.base import EventLog
 from relay.trust.signing import Keyring
 
@@ -82,8 +82,8 @@ class HttpHost(Host, Protocol):
     def lag(self) -> LoopLag: ...
 
     @property
-    def store_full(self) -> bool:
-        """The last append failed for want of space (``relay.storage.base.StoreFull``)."""
+    def fullness(self) -> Fullness:
+        """Whether the store has room (``full``: the last append was refused for want of space)."""
         ...
 
     @property

@@ -45,7 +45,7 @@ from relay.shell.fanout import Outbox
 from relay.shell.http.routes import Routes
 from relay.shell.keepalive import Keepalive
 from relay.shell.observe.looplag import LoopLag
-from relay.shell.observe.metrics import Metrics
+from relay.shell.observe.metrics import Fullness, Metrics
 from relay.storage.base import Conflict, EventLog, StoreFull
 from relay.trust import tokens
 from relay.trust.forms import Forms
@@ -101,9 +101,8 @@ class Relay:
         self._pending_outboxes: dict[Outbox, None] = {}
         self._tick_scheduled = False
         self.stopping = False
-        # The last append failed for want of space (a full disk, a stream at its byte limit): /healthz
-        # says so, and the log says it once, and once again when an append succeeds.
-        self.store_full = False
+        # Whether the store has room (a full disk, a stream at its byte limit), for /healthz and the log.
+        self.fullness = Fullness()
         self._inflight: set[Pending] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -193,9 +192,8 @@ class Relay:
         if error is not None:
             self._failed(handle, pending, error)
             return
-        if self.store_full:
-            self.store_full = False
-            logger.info("store_writable", room=handle.room.id, seq=pending.last)
+        if self.fullness.episode:
+            self.fullness.stored(handle.room.id, pending.last)
         for session, _ in pending.acks:
             conn = handle.sessions.get(session)
             if conn is not None:
@@ -250,13 +248,7 @@ class Relay:
         elif conflict:
             logger.warning("append_conflict", room=handle.room.id, expected=pending.expected)
         elif full:
-            if not self.store_full:  # once, not per refused roll
-                self.store_full = True
-                logger.error(
-                    "store_full",
-                    error=str(error),
-                    hint="rolls and spends are refused until there is space again; they resume by themselves",
-                )
+            self.fullness.refused(error, handle.room.id)  # logged once, not per refused roll
         else:
             logger.error(
                 "append_failed",
@@ -466,7 +458,7 @@ class Relay:
         structlog.contextvars.bind_contextvars(room=room.id, participant=session.id)
         logger.info("joined", role=session.role, resume=hello.resume is not None)
         stored = join is None or await self._wait(handle, join)
-        if not stored and not self.store_full:  # a full store keeps welcoming: the join is not stored
+        if not stored and not self.fullness.full:  # a full store keeps welcoming: the join is not stored
             await self._refuse(conn, 1011, "The server could not store your arrival; try again.")
             return None
         welcome = await self._welcome(handle, session, hello)

@@ -140,6 +140,7 @@ async def open_log(config: Config, *, follow: bool = True) -> EventLog:
             ca=config.nats_ca,
             replicas=config.replicas,
             follow=follow,
+            max_bytes=config.nats_max_bytes,
         )
     except StoreError as exc:
         raise StoreUnusable(str(exc)) from exc

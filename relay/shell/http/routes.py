@@ -55,7 +55,7 @@ class Routes:
                 return _response(refused[0], f"{refused[1]}\n".encode(), "text/plain; charset=utf-8")
             return None
         if path == "/healthz":
-            full = self.host.store_full  # still 200: reads, welcomes and resumes are served
+            full = self.host.fullness.full  # still 200: reads, welcomes and resumes are served
             body = json.dumps(
                 {
                     "status": "degraded" if full else "ok",

@@ -1,11 +1,15 @@
-"""Prometheus metrics for one server instance (its own registry, so tests can run several in a process)."""
+"""Prometheus metrics for one server instance (its own registry, so tests can run several in a process), and
+whether the store has room (``Fullness``)."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from relay.settings.logs import get_logger
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+logger = get_logger("relay.server")
 
 
 class Metrics:
@@ -69,3 +73,49 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+#: Appends stored in a row, after a refusal, that end a full-store episode.
+SETTLED = 100
+
+
+class Fullness:
+    """Whether the store has room, as the appends' outcomes tell (``relay.storage.base.StoreFull``).
+
+    ``/healthz`` reads ``full``: the last append was refused for want of space. The log says ``store_full``
+    once when that starts and ``store_writable`` once when an append is stored again, never once per refused
+    roll: near a stream's byte limit small appends may fit while larger ones do not, and the store then goes
+    from full to not full and back with every roll. Only ``SETTLED`` appends stored in a row end the
+    episode, so that a later refusal is said again.
+    """
+
+    def __init__(self) -> None:
+        self.full = False
+        self.episode = False  # a refusal was said and the episode has not settled yet
+        self._back = False  # ``store_writable`` was said in this episode
+        self._stored = 0  # appends stored since the episode's last refusal
+
+    def refused(self, error: BaseException, room: str) -> None:
+        """An append to ``room`` was refused for want of space."""
+        self.full = True
+        self._stored = 0
+        if self.episode:
+            return
+        self.episode = True
+        self._back = False
+        logger.error(
+            "store_full",
+            room=room,
+            error=str(error),
+            hint="rolls and spends are refused until there is space again; they resume by themselves",
+        )
+
+    def stored(self, room: str, seq: int) -> None:
+        """An append was stored during an episode (the caller asks only while ``episode``)."""
+        self.full = False
+        if not self._back:
+            self._back = True
+            logger.info("store_writable", room=room, seq=seq)
+        self._stored += 1
+        if self._stored >= SETTLED:
+            self.episode = False

@@ -17,7 +17,8 @@ import nats.js.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
-from relay.storage.nats.stream import PUBLISH_TIMEOUT
+from relay.storage.base import StoreFull
+from relay.storage.nats.stream import PUBLISH_TIMEOUT, STREAM
 
 #: The status of a reply when nothing listens on the subject: no stream holds it.
 NO_RESPONDERS = "503"
@@ -97,3 +98,18 @@ def _api_error(error: dict[str, Any]) -> nats.js.errors.APIError:
     except nats.js.errors.APIError as exc:
         return exc
     return nats.js.errors.APIError(**error)
+
+
+#: JetStream's answers to a publish there is no room for: the stream at its byte limit with discard policy
+#: new (10077, "maximum bytes exceeded", status 503), and the server's or the account's storage used up.
+STORE_FAILED = 10077
+NO_ROOM = {10023: "insufficient resources", 10047: "insufficient storage resources", 10002: "account limits"}
+
+
+def stream_full(exc: nats.js.errors.APIError) -> StoreFull | None:
+    """``exc`` as a ``StoreFull`` when JetStream refused the message for want of room, else None."""
+    said = exc.description or ""
+    full = exc.err_code in NO_ROOM or (exc.err_code == STORE_FAILED and "maximum bytes" in said)
+    if not full:
+        return None
+    return StoreFull(f"The JetStream stream {STREAM} is full ({said}); nothing of this was stored.")

@@ -103,9 +103,12 @@ class Connected:
     closing: asyncio.Event
 
 
-async def connect(store: str, *, creds: str | None, ca: str | None, replicas: int) -> Connected:
+async def connect(
+    store: str, *, creds: str | None, ca: str | None, replicas: int, max_bytes: int = 0
+) -> Connected:
     """Connect, and create the stream and the rooms bucket if missing (idempotently); ``StoreError`` with
-    one sentence when the servers or JetStream cannot be used. ``replicas`` as ``NatsLog.connect``."""
+    one sentence when the servers or JetStream cannot be used. ``replicas`` and ``max_bytes`` as
+    ``NatsLog.connect``."""
     options: dict[str, Any] = {
         "servers": servers(store),
         "connect_timeout": 3,
@@ -137,6 +140,8 @@ async def connect(store: str, *, creds: str | None, ca: str | None, replicas: in
 
     async def set_up() -> tuple[int, KeyValue]:
         count = await _ensure_stream(js, replicas)
+        if max_bytes > 0:
+            await _limit_stream(js, max_bytes)
         return count, await ensure_bucket(js, ROOMS_BUCKET, count)
 
     try:
@@ -223,6 +228,20 @@ def _stream_config(replicas: int) -> api.StreamConfig:
         allow_direct=True,
         discard=api.DiscardPolicy.OLD,
     )
+
+
+async def _limit_stream(js: JetStreamContext, max_bytes: int) -> None:
+    """Give the events stream the byte limit ``max_bytes``, with discard policy new: a full stream refuses
+    new messages (``relay.storage.nats.log`` answers ``StoreFull``) rather than dropping its oldest ones,
+    which would lose acknowledged events. Idempotent: a stream that has both already is left alone."""
+    info = await js.stream_info(STREAM)
+    config = info.config
+    if config.max_bytes == max_bytes and config.discard == api.DiscardPolicy.NEW:
+        return
+    config.max_bytes = max_bytes
+    config.discard = api.DiscardPolicy.NEW
+    await js.update_stream(config)
+    logger.info("nats_stream_limited", stream=STREAM, max_bytes=max_bytes)
 
 
 async def _existing_replicas(js: JetStreamContext) -> int | None:

@@ -54,7 +54,7 @@ from relay.core.info import RoomInfo
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
 from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomLimitReached
-from relay.storage.nats.acks import PubAcks
+from relay.storage.nats.acks import PubAcks, stream_full
 from relay.storage.nats.connect import connect as connect_store
 from relay.storage.nats.lanes import Append, Deliver, Lane, Own
 from relay.storage.nats.reads import messages
@@ -117,13 +117,15 @@ class NatsLog(EventLog):
         ca: str | None = None,
         replicas: int = 0,
         follow: bool = True,
+        max_bytes: int = 0,
     ) -> NatsLog:
         """Connect, create the stream and bucket if missing (idempotently), start following the stream.
 
         ``replicas`` 0 means 3 when the cluster can hold 3 replicas, else 1. ``follow`` False is for one-shot
-        commands that never serve sockets.
+        commands that never serve sockets. ``max_bytes`` above 0: the stream's byte limit
+        (``nats_max_bytes``).
         """
-        link = await connect_store(store, creds=creds, ca=ca, replicas=replicas)
+        link = await connect_store(store, creds=creds, ca=ca, replicas=replicas, max_bytes=max_bytes)
         log = cls(link.nc, link.js, link.rooms, link.replicas)
         log._closing = link.closing
         await log._acks.subscribe()
@@ -297,6 +299,11 @@ class NatsLog(EventLog):
                         await self._refresh_tail(lane)
                         conflict = Conflict(lane.room, batch[0].expected, max(lane.tail_seq, first))
                         self._fail(lane, batch, conflict)
+                        return
+                    full = stream_full(exc)
+                    if full is not None:  # refused, not stored: no use trying again until there is room
+                        lane.own.pop(msg_id, None)
+                        self._fail(lane, batch, full)
                         return
                     error = exc
                 except (TimeoutError, nats.errors.Error, OSError) as exc:  # an election, a reconnect
