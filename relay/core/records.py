@@ -17,6 +17,7 @@ from typing import Any
 import msgpack
 
 from relay.core.claims import ROLES
+from relay.core.fairness import SEED_BYTES
 from relay.core.formats import RenderError, renderings
 from relay.core.info import RoomInfo
 from relay.core.protocol import FORMATS, VISIBILITIES
@@ -60,6 +61,20 @@ def _one_of(*allowed: str) -> Check:
     return lambda value: None if value in allowed else f"is not one of {', '.join(allowed)}"
 
 
+def _digest(value: Any) -> str | None:
+    ok = isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return None if ok else "is not a SHA-256 digest in lowercase hex"
+
+
+def _seed(value: Any) -> str | None:
+    return None if isinstance(value, bytes) and len(value) == SEED_BYTES else f"is not {SEED_BYTES} bytes"
+
+
+def _ids(value: Any) -> str | None:
+    ok = isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+    return None if ok else "is not a list of participant ids"
+
+
 def _map(value: Any) -> str | None:
     return None if isinstance(value, dict) and all(isinstance(k, str) for k in value) else "is not a map"
 
@@ -101,6 +116,11 @@ KINDS: dict[str, dict[str, Check]] = {
     "kick": {"member": _member, "reason": _maybe(_text)},
     "invites": {"generation": _count},
     "archive": {},
+    # spec/fairness.md: a room's dice seeds, committed before use and revealed after, and a witnessed roll's
+    # announcement (its ``visibility`` is the roll's: the event itself is public).
+    "seed_commit": {"n": _count, "commit": _digest},
+    "seed_reveal": {"n": _count, "seed": _seed},
+    "pending": {"roller": _id, "n": _count, "asked": _ids, "commit": _digest},
 }
 
 
@@ -133,12 +153,13 @@ def check(record: Mapping[str, Any]) -> None:
     for key, field_check in {**OPTIONAL, **fields}.items():
         _field(record, key, field_check, optional=key in OPTIONAL)
     if kind == "roll":
+        _field(record, "fair", _map, optional=True)
         _seal(record)
     elif kind == "reveal":
         _field(record, "nonce", _nonce)
     elif kind == "resource" and record["name"] == "hope":
         _field(record, "participant", _id)
-    if kind != "roll" and record["visibility"] != "public":
+    if kind not in ("roll", "pending") and record["visibility"] != "public":
         raise RecordError(f"a {kind} event is public, not {record['visibility']!r}")
 
 
@@ -216,5 +237,5 @@ def _seal(record: Mapping[str, Any]) -> None:
         body = msgpack.unpackb(blob, raw=False)
     except Exception:  # msgpack raises a dozen kinds for bytes that are not MessagePack
         body = None
-    if body != {key: record[key] for key in BODY_KEYS if key in record}:
+    if body != {key: record[key] for key in (*BODY_KEYS, "fair") if key in record}:
         raise RecordError("its seal does not hold the roll itself")

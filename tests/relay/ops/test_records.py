@@ -14,6 +14,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay.core import records, visibility
+from relay.core.fair import FairState
+from relay.core.seeds import RoomSeeds
 from relay.ops.campaign import ImportRefused, checked_records
 from relay.storage import exports
 from relay.trust.signing import Keyring
@@ -24,18 +26,30 @@ FORGER = Keyring.of(Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33))))
 
 
 def played() -> list[dict[str, Any]]:
-    """A room's stored records with one of every kind, hidden rolls of each visibility, two revealed."""
+    """A room's stored records with one of every kind, hidden rolls of each visibility, two revealed, on fair
+    dice: seeds committed and revealed, rolls witnessed by Bo."""
     table = Table()
+    table.room.fair = FairState(
+        RoomSeeds(INFO.id, {n: bytes([n]) * 32 for n in (1, 2, 3)}, table.room.limits)
+    )
     gm = table.join("gm", sub="gm-1", name="GM")
     ana = table.join("player", name="Ana")
-    bo = table.join("player", name="Bo")
+    bo = table.join("player", name="Bo", witness=True)
     spare = table.join("player", name="Spare")
+
+    def roll(session: Any, frame: dict[str, Any]) -> None:
+        table.send(session, frame)
+        last = table.stored[-1]
+        if last["kind"] == "pending":  # Bo witnesses it
+            table.send(
+                bo, {"t": "witness", "id": f"w{last['seq']}", "pending": last["seq"], "value": b"w" * 16}
+            )
+
     for i, shown_to in enumerate(("public", "gm", "blind", "self")):
         intent = {"system": "dice", "formula": "2d6 + 1/3" if i % 2 else "3d6"}
-        table.send(ana, {"t": "roll", "id": f"r{i}", "intent": intent, "visibility": shown_to})
-    table.send(
-        gm, {"t": "roll", "id": "g", "intent": {"system": "dice", "formula": "1d20"}, "visibility": "gm"}
-    )
+        roll(ana, {"t": "roll", "id": f"r{i}", "intent": intent, "visibility": shown_to})
+    roll(gm, {"t": "roll", "id": "g", "intent": {"system": "dice", "formula": "1d20"}, "visibility": "gm"})
+    table.send(gm, {"t": "seed", "id": "s", "op": "reveal"})
     sealed = [r["seq"] for r in table.stored if r.get("sealed")]
     for seq in sealed[:2]:
         table.send(gm, {"t": "reveal", "id": f"v{seq}", "seq": seq})
