@@ -4,6 +4,7 @@
 
 import { ROLE_WORDS, avatar, h, roleTag, str, timeOf } from "./dom.js";
 import { VISIBILITY_WORDS, isCritical, rollBody, rollSentence, systemName } from "./roll-render.js";
+import { icon, markVerdict, seedLine } from "./fair-render.js";
 
 // ---- the feed ------------------------------------------------------------------------------------------
 
@@ -54,6 +55,10 @@ export class Feed {
         break;
       case "resource":
         node = this._resourceLine(event);
+        break;
+      case "seed_commit":
+      case "seed_reveal":
+        node = seedLine(event); // fair dice (spec/fairness.md): a quiet line; the rolls carry the verdicts
         break;
       case "join":
       case "leave":
@@ -178,7 +183,13 @@ export class Feed {
     }
     const controls = this.actions?.(event, card);
     if (controls) card.append(h("div", { class: "card-actions" }, controls));
+    markVerdict(card, event);
     return card;
+  }
+
+  /** A roll's verdict changed (its dice seed, or the hidden roll, was revealed): its card's badge follows. */
+  updateVerdict(event) {
+    markVerdict(this.cards.get(event.seq), event);
   }
 
   _revealCard(event) {
@@ -281,7 +292,7 @@ export class Feed {
  */
 export function markSignature(node, event) {
   if (event.verified === true) {
-    const mark = h("span", { class: "sig-ok", title: `Signed by the server (key ${event.kid}); the signature checks out.` }, "🔏", h("span", { class: "sr-only" }, " signature verified"));
+    const mark = h("span", { class: "sig-ok", title: `Signed by the server (key ${event.kid}); the signature checks out.` }, icon("signed"), h("span", { class: "sr-only" }, " signature verified"));
     (node.querySelector(".card-meta") ?? node).append(mark);
   } else if (event.verified === false) {
     node.classList.add("forged");

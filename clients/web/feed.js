@@ -4,6 +4,7 @@
 
 import { TableRelay } from "../js/tablerelay.js";
 import { FEAR_MAX, HOPE_MAX, renderMembers, renderTrackers } from "./feed-render.js";
+import { showAlarm } from "./fair-render.js";
 
 // ---- connection ----------------------------------------------------------------------------------------
 
@@ -154,5 +155,8 @@ export function bindPage(relay, { feed, trackers, members, controls, onState }) 
     feed.add(event, { live: !replay });
   });
   relay.on("state", redraw);
+  // Fair dice (spec/fairness.md): a verdict that changes redraws its badge; an alarm raises the red banner.
+  relay.on("verdict", (event) => feed.updateVerdict(event));
+  relay.on("alarm", (alarm) => showAlarm(alarm));
   return names;
 }

@@ -355,6 +355,33 @@ if (!relay) {
       $("form-error").textContent = "This is a spectator link: it can watch but not roll. Ask the GM for a player link.";
     }
   });
+  // Fair dice (spec/fairness.md): a GM may publish the open dice seed at any time, once the room has one.
+  let seedOpen = null;
+  const seedPanel = () => {
+    $("seed-panel").hidden = !(isGm() && seedOpen !== null && !relay.state.archived);
+  };
+  relay.on("welcome", (welcome) => {
+    if (welcome.seed) seedOpen = welcome.seed.n;
+    seedPanel();
+  });
+  relay.on("seed_commit", (event) => {
+    seedOpen = event.n;
+    seedPanel();
+  });
+  $("seed-reveal").addEventListener("click", async () => {
+    const button = $("seed-reveal");
+    const status = $("seed-status");
+    button.disabled = true;
+    status.textContent = "Revealing…";
+    try {
+      const event = await relay.revealSeed();
+      status.textContent = `Dice seed ${event.n ?? ""} revealed; the rolls it made are being checked.`;
+    } catch (err) {
+      status.textContent = err.message;
+    } finally {
+      button.disabled = false;
+    }
+  });
   relay.on("close", (error) => {
     $("feed").prepend(h("p", { class: "notice", role: "alert" }, `The server closed the connection: ${error.message}`));
     $("roll-button").disabled = true;

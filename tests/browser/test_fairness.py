@@ -1,0 +1,156 @@
+"""Fair dice on the pages (spec/fairness.md), in headless Chromium against a relay rolling them
+(``TABLERELAY_FAIR_DICE=true``): each roll's verdict badge and its explanation, the seed events' quiet lines,
+the GM's "Reveal dice seed now" button, and the red banner a seed reveal that does not match its commitment
+raises (the relay's frames changed on their way to the page)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from playwright.sync_api import Page, WebSocketRoute, expect
+
+from tests.browser.relay_process import Relay, WireClient, running_relay
+
+pytestmark = pytest.mark.slow
+
+D20 = {"system": "dice", "formula": "1d20+3"}
+
+
+@pytest.fixture(scope="module")
+def fair_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relay]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+    env["TABLERELAY_FAIR_DICE"] = "true"
+    data: Path = tmp_path_factory.mktemp("fair-relay")
+    with running_relay(data, env=env) as server:
+        yield server
+
+
+@pytest.fixture
+def fair_room(fair_relay: Relay, request: pytest.FixtureRequest) -> dict[str, str]:
+    return fair_relay.create_room(f"Fair {request.node.name}"[:60])
+
+
+@pytest.fixture
+def fair_wire(fair_relay: Relay) -> Iterator[Any]:
+    opened: list[WireClient] = []
+
+    def open_client(token: str, name: str | None = None) -> WireClient:
+        client = WireClient(fair_relay.ws_url, token, name)
+        opened.append(client)
+        return client
+
+    yield open_client
+    for client in opened:
+        client.close()
+
+
+def roll(client: WireClient, label: str, seed: bool = True) -> dict[str, Any]:
+    frame: dict[str, Any] = {"t": "roll", "intent": D20, "visibility": "public", "label": label}
+    if seed:
+        frame["seed"] = os.urandom(16)
+    return client.request(frame)
+
+
+def card(page: Page, seq: int):  # type: ignore[no-untyped-def]
+    return page.locator(f'#feed > article[data-seq="{seq}"]')
+
+
+def test_the_gm_reveals_the_seed_and_every_badge_turns(
+    page: Page, fair_relay: Relay, fair_room: dict[str, str], fair_wire: Any
+) -> None:
+    player = fair_wire(fair_room["player"], "Ana")
+    theirs = roll(player, "Ana's climb")
+    page.goto(f"{fair_relay.http_url}/table?name=Mercer#{fair_room['gm']}")
+    expect(page.locator("#status")).to_have_text("Live", timeout=10_000)
+    expect(page.locator("#feed")).to_contain_text("Dice seed 1 committed")
+
+    # The page's own roll carries the browser's roller seed; the GM's seed counts for nothing: unwitnessed.
+    page.locator("#label").fill("GM's own")
+    page.locator("#roll-button").click()
+    mine = page.locator("#feed > article", has_text="GM's own")
+    expect(mine.locator(".fair-badge")).to_have_attribute("data-verdict", "awaiting seed")
+    badge = card(page, theirs["seq"]).locator(".fair-badge")
+    expect(badge).to_have_attribute("data-verdict", "awaiting seed")
+    expect(badge).to_have_attribute("title", re.compile(r"^Awaiting seed: .*seed 1"))
+    expect(badge.locator("svg")).to_have_count(1)  # drawn, not a font glyph
+
+    button = page.get_by_role("button", name="Reveal dice seed now")
+    expect(button).to_be_visible()
+    button.click()
+    expect(page.locator("#seed-status")).to_contain_text("Dice seed 1 revealed")
+    expect(badge).to_have_attribute("data-verdict", "fair", timeout=10_000)
+    expect(badge).to_have_text("Fair")
+    expect(mine.locator(".fair-badge")).to_have_attribute("data-verdict", "unwitnessed")
+    expect(page.locator("#feed .line.seed_reveal")).to_have_text(re.compile("Dice seed 1 revealed"))
+    expect(page.locator("#feed .line.seed_commit")).to_have_count(2)  # seed 2 committed with the reveal
+
+    # A tap shows the explanation where there is no hover; a second hides it.
+    badge.click()
+    note = card(page, theirs["seq"]).locator(".fair-note")
+    expect(note).to_contain_text("recomputed in this browser from the server's dice seed 1")
+    badge.click()
+    expect(note).to_have_count(0)
+    expect(page.locator("#fair-alarm")).to_have_count(0)
+
+    # The player saw the same turn, and the player's page offers no seed button.
+    player_page = page.context.new_page()
+    player_page.goto(f"{fair_relay.http_url}/table?name=Ana#{fair_room['player']}")
+    expect(player_page.locator("#status")).to_have_text("Live", timeout=10_000)
+    expect(card(player_page, theirs["seq"]).locator(".fair-badge")).to_have_attribute("data-verdict", "fair")
+    expect(player_page.locator("#seed-panel")).to_be_hidden()
+    player_page.close()
+
+
+def test_watch_shows_badges_and_a_red_banner_for_a_seed_that_does_not_match(
+    page: Page, fair_relay: Relay, fair_room: dict[str, str], fair_wire: Any, page_problems: Any
+) -> None:
+    def tamper(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+
+        def from_server(message: str | bytes) -> None:
+            if isinstance(message, bytes):
+                frame = msgpack.unpackb(message, raw=False)
+                frames = [frame, *frame.get("history", [])] if frame.get("t") == "welcome" else [frame]
+                for one in frames:
+                    if one.get("kind") == "seed_reveal":
+                        one["seed"] = bytes([one["seed"][0] ^ 1]) + one["seed"][1:]
+                message = msgpack.packb(frame, use_bin_type=True)
+            ws.send(message)
+
+        server.on_message(from_server)
+
+    page.route_web_socket(re.compile(r"/ws$"), tamper)
+    gm = fair_wire(fair_room["gm"], "Mercer")
+    player = fair_wire(fair_room["player"], "Ana")
+    page.goto(f"{fair_relay.http_url}/watch#{fair_room['spectator']}")
+    expect(page.locator("#status")).to_have_text("Live", timeout=10_000)
+    event = roll(player, "Watched roll")
+    badge = card(page, event["seq"]).locator(".fair-badge")
+    expect(badge).to_have_attribute("data-verdict", "awaiting seed")
+    expect(page.locator("#feed")).to_contain_text("Dice seed 1 committed")
+
+    gm.request({"t": "seed", "op": "reveal"})
+    expect(badge).to_have_attribute("data-verdict", "failed", timeout=10_000)
+    expect(badge).to_have_attribute("title", re.compile("does not match its commitment"))
+    banner = page.locator("#fair-alarm")
+    expect(banner).to_be_visible()
+    expect(banner).to_have_attribute("role", "alert")
+    expect(banner).to_contain_text("dice seed 1 does not match what it committed to")
+    expect(banner).to_contain_text(f"Roll {event['seq']} failed its fairness check")
+    # The changed reveal no longer carries the server's signature either.
+    expect(page.locator('#feed [data-signature="failed"]')).to_have_count(1)
+
+
+def test_rolls_without_fair_dice_get_no_badge(page: Page, relay: Relay, room: dict[str, str], wire: Any) -> None:
+    gm = wire(room["gm"], "Mercer")
+    event = gm.roll(D20, label="Plain roll")
+    page.goto(f"{relay.http_url}/watch#{room['spectator']}")
+    expect(card(page, event["seq"])).to_contain_text("Plain roll")
+    expect(page.locator("#feed .fair-badge")).to_have_count(0)
+    expect(page.locator("#feed .line.seed")).to_have_count(0)
