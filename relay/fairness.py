@@ -1,8 +1,9 @@
 """The public way to derive and check provably fair rolls from Python (spec/fairness.md).
 
 A stable name for library users and the command line: ``from relay.fairness import verify_fair``. The
-implementation lives in the trust layer (``relay.trust.fairness``) and the random source in the rules core
-(``rules.rng.KeyedDice``); the server itself imports them from there.
+check lives in the trust layer (``relay.trust.fairness``), the derivation the room rolls with in the core
+(``relay.core.fairness``) and the random source in the rules core (``rules.rng.KeyedDice``); the server
+itself imports them from there.
 """
 
 from relay.trust.fairness import (
