@@ -145,6 +145,7 @@ function mirrorFear(/** @type {TableRelayModule} */ module, /** @type {number} *
   } catch {
     return; // the system's version has no such setting: nothing to mirror into
   }
+  module.fearShown = fear;
   if (current !== fear) void module.game.settings.set("daggerheart", key, fear);
 }
 
@@ -153,9 +154,24 @@ export function guardFear(/** @type {TableRelayModule} */ module, /** @type {Set
   const key = fearSetting(module);
   if (!key || setting?.key !== `daggerheart.${key}` || !module.client || !module.connected) return;
   const fear = Number(module.client.state.fear);
-  if (Number(setting.value) === fear || !leadGM(module)) return;
+  const value = Number(setting.value);
+  if (value === fear || !leadGM(module)) return;
+  const putBack = () => void module.game.settings.set("daggerheart", key, Number(module.client?.state.fear ?? fear));
+  if (module.setting("daggerheartRolls") !== false && Number.isInteger(value) && value >= 0) {
+    // The system's own Fear tracker (a GM's change, or a player's that the system's socket hands the GM):
+    // the change since the value last shown goes through the relay, atomically; refused, the relay's comes back.
+    const delta = value - (module.fearShown ?? fear);
+    module.fearShown = value;
+    if (delta !== 0) {
+      module.api.resource("fear", delta > 0 ? "gain" : "spend", Math.abs(delta)).catch((/** @type {Error} */ err) => {
+        module.notify("error", "TABLERELAY.Notify.FearRefused", { message: err.message });
+        putBack();
+      });
+      return;
+    }
+  }
   module.notify("warn", "TABLERELAY.Notify.FearKept");
-  void module.game.settings.set("daggerheart", key, fear);
+  putBack();
 }
 
 /** The panel of status, Fear and each player's Hope (with the controls this user may use), drawn again. */

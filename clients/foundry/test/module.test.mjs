@@ -567,9 +567,13 @@ describe("Fear and Hope", () => {
     gm.game.settings.register("daggerheart", "ResourcesFear", { scope: "world", config: false, type: Number, default: 0 });
     await gm.module.api.resource("fear", "gain", 3);
     await until(() => gm.game.settings.get("daggerheart", "ResourcesFear") === 3, 4000, "the mirrored Fear");
-    // Someone uses the system's own tracker: the relay's value comes back, and the GM is told why.
+    await gm.game.settings.set("daggerheart", "ResourcesFear", 1); // the system's tracker: spends through the relay
+    await until(() => Number(gm.module.client.state.fear) === 1, 4000, "the tracker's spend of 2, in the relay");
+    await gm.game.settings.set("daggerheart", "ResourcesFear", 2);
+    await until(() => Number(gm.module.client.state.fear) === 2 && gm.game.settings.get("daggerheart", "ResourcesFear") === 2, 4000, "a gain of 1");
+    await gm.game.settings.set("tablerelay", "daggerheartRolls", false); // off: the tracker is read-only
     await gm.game.settings.set("daggerheart", "ResourcesFear", 7);
-    await until(() => gm.game.settings.get("daggerheart", "ResourcesFear") === 3, 4000, "Fear put back");
+    await until(() => gm.game.settings.get("daggerheart", "ResourcesFear") === 2 && Number(gm.module.client.state.fear) === 2, 4000, "Fear put back");
     assert.ok(gm.notifications.some(([, text]) => /Fear is kept by the relay/.test(text)));
     await assert.rejects(gm.module.api.resource("fear", "spend", 5), /needs 5 Fear/);
   });
