@@ -111,8 +111,11 @@ def verdicts(events: Iterable[Mapping[str, Any]], room: str) -> dict[int, str]:
     for e in log:
         if e["kind"] == "roll":
             out[e["seq"]] = _roll(e, room, by_seq, commit_at, reveal_at, good_seed, used)
+    named = {
+        e["fair"].get("pending") for e in log if e["kind"] == "roll" and isinstance(e.get("fair"), Mapping)
+    }
     for e in log:
-        if e["kind"] == "pending" and e["seq"] not in used:
+        if e["kind"] == "pending" and e["seq"] not in named:  # every pending is followed by a roll naming it
             out[e["seq"]] = "failed"
     return out
 

@@ -196,8 +196,10 @@ def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str | None = None)
             out[seq] = Verdict(
                 seq, FAILED, f"the roll is malformed ({type(exc).__name__}: {exc})", _count(event)
             )
+    named = {_named_pending(e) for e in log if e["kind"] == "roll"}
     for seq in pendings:
-        if seq not in used and seq not in out:
+        # A pending that a failed roll names was followed by its roll: the roll's verdict says what is wrong.
+        if seq not in named and seq not in out:
             out[seq] = Verdict(seq, FAILED, "this pending roll was never made (no roll names it)")
     return dict(sorted(out.items()))
 
@@ -212,6 +214,11 @@ def _room_of(items: Iterable[Mapping[str, Any]]) -> str:
     raise ValueError(
         "name the room: its id is hashed into every commit and key, and no export header gives it"
     )
+
+
+def _named_pending(event: Mapping[str, Any]) -> Any:
+    fair = event.get("fair")
+    return fair.get("pending") if isinstance(fair, Mapping) else None
 
 
 def _count(event: Mapping[str, Any]) -> int:

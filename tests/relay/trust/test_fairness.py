@@ -304,6 +304,7 @@ def test_a_seed_revealed_between_a_pending_and_its_roll_is_reported() -> None:
     log.commit()
     assert log.verdicts()[roll["seq"]] == "failed"
     assert "while its pending" in fair.verify_fair(log.events, ROOM)[roll["seq"]].reason
+    assert p not in log.verdicts(), "its roll names the pending: the roll's verdict says what is wrong"
 
 
 def test_a_roll_after_its_seeds_reveal_is_reported() -> None:
