@@ -339,6 +339,20 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
     on_runs, off_runs = ((bursts.get(side) or {}).get("bursts") or [] for side in ("on", "off"))
     if value is not None and value < GOAL_SIGNING and on_runs and off_runs:
         out.append(_signing_bursts_floor(value, on_runs, off_runs))
+    hosted = sections.get("hosted") or {}
+    p99 = goals.get("hosted_p99_ms")
+    if hosted and p99 is not None and (p99 > 50 or (goals.get("hosted_p99_bare") or 0) > 1.5):
+        steady = hosted["relay"]["steady"]
+        out.append(
+            f"- {hosted['tables']:,} tables of 6: p99 {p99:.0f} ms, the median {steady['p50_ms']:.0f} ms. "
+            "The tail is the event loop's stalls (the loop-lag maximum on `/healthz` read "
+            f"{steady.get('loop_lag_max_ms') or 0:.0f} ms), chiefly the upkeep's full garbage collection "
+            "once a minute (`memory_trimmed` in the log), which walks every object the relay holds and so "
+            "grows with the sockets: with 18,000 sockets (an attempt at the full size on a starved machine, "
+            "docs/deployment.md) it took 0.4 to 1.4 s of CPU with the loop stopped, 2.7 to 11 s of wall "
+            "time. The bare peer has no such pass. `TABLERELAY_FULL_GC=0` turns "
+            "it off (docs/deployment.md, Sizing)."
+        )
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +15,22 @@ def plot_hosted(data: dict[str, Any], path: Path) -> None:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.6, 4.8), sharex=True)
     for kind in ("relay", "bare"):
         points = data.get(kind, {}).get("series") or []
-        xs = [p["s"] for p in points if "p99" in p]
-        top.plot(xs, [p["p99"] for p in points if "p99" in p], label=LABELS[kind], color=COLORS[kind], lw=1)
-        xs = [p["s"] for p in points if "rss_mib" in p]
-        bottom.plot(xs, [p["rss_mib"] for p in points if "rss_mib" in p], color=COLORS[kind], lw=1.2)
+        xs = [p["s"] for p in points]
+        # Seconds with no roll completed (the restart) are gaps, not lines drawn across them.
+        top.plot(xs, [p.get("p99", math.nan) for p in points], label=LABELS[kind], color=COLORS[kind], lw=1)
+        bottom.plot(xs, [p.get("rss_mib", math.nan) for p in points], color=COLORS[kind], lw=1.2)
     restart = data.get("relay", {}).get("restart")
     if restart:
         at = data.get("seconds", 0)
         for ax in (top, bottom):
             ax.axvline(at, color="#c53030", lw=0.8, ls="--")
-        top.annotate("SIGTERM, start", (at, 0), xytext=(4, 4), textcoords="offset points", fontsize=8)
+        top.annotate(
+            "SIGTERM, start; rolls made while down complete after it",
+            (at, 1),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=8,
+        )
     top.set_yscale("log")
     top.set_ylabel("p99 each second (ms, log)")
     top.set_title(f"{data['tables']:,} tables of {data['members']}: intent → last member")

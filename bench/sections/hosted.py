@@ -425,11 +425,13 @@ async def relay_run(
     mean_s: float,
     restart: bool = True,
     seed: int = 37,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The relay under ``tables`` tables for ``seconds``, then (``restart``) a SIGTERM and a start under
-    them, ``after_s`` more seconds of rolling, and the log checked against every client."""
+    them, ``after_s`` more seconds of rolling, and the log checked against every client. ``extra_env``
+    adds settings to the relay's environment (experiments: ``TABLERELAY_FULL_GC=0``)."""
     data = Path(tempfile.mkdtemp(prefix="tablerelay-hosted-", dir=run_dir))
-    relay = Relay(data, run_dir, {**ENV})
+    relay = Relay(data, run_dir, {**ENV, **(extra_env or {})})
     shards: list[Shard] = []
     try:
         await relay.start()
