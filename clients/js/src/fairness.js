@@ -269,8 +269,9 @@ export class SeedBook {
     let alarm = null;
     const commit = this.commits.get(n);
     if (this.reveals.has(n)) {
-      alarm = `Seed ${n} was revealed a second time (event ${seq}).`;
-      return { alarm, updated: [] };
+      // The same event again (a fresh welcome's history replays what this client saw) changes nothing.
+      if (this.reveals.get(n).seq === seq) return { alarm: null, updated: [] };
+      return { alarm: `Seed ${n} was revealed a second time (event ${seq}).`, updated: [] };
     }
     let problem = null;
     if (!bytesBetween(seed, SEED_BYTES, SEED_BYTES)) problem = `seed ${n}'s reveal (event ${seq}) does not hold a 32-byte seed`;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import WebSocket from "ws";
-import { FairDice, VERDICTS, decodeMsgpack, encodeMsgpack, rollKey, seedCommit } from "../tablerelay.js";
+import { FairDice, SeedBook, VERDICTS, decodeMsgpack, encodeMsgpack, rollKey, seedCommit } from "../tablerelay.js";
 import { closeAll, connect, createRoom, fairServer, next, server, sleep, until } from "./helpers.mjs";
 
 after(closeAll);
@@ -80,6 +80,33 @@ describe("the derivation", () => {
       dice.draws.map(([, value]) => BigInt(value)),
       [6n, 19n, 70n, 1n, 1n, 1472742903146881415n, 9973845948776748903n, 7367364n, 6n, 6285910016835570265n, 3146385783861262581n, 6685309745003558112n],
     );
+  });
+});
+
+describe("the seed book", () => {
+  test("a history replayed after a fresh welcome judges its rolls again without false alarms", async () => {
+    const seed = Uint8Array.from({ length: 32 }, (_, i) => 200 - i);
+    const book = new SeedBook();
+    const commit = await seedCommit("r1", 1, seed);
+    const roll = () => ({ seq: 3, kind: "roll", actor: { id: "p", role: "player" }, visibility: "public", label: null, intent: d20, fair: { n: 1, seed: new Uint8Array(16), pending: null, nonce: null, witnesses: [], draws: [] } });
+    const replay = async () => {
+      const alarmsSeen = [book.seedCommitted({ seq: 2, n: 1, commit })];
+      const first = roll();
+      alarmsSeen.push(await book.check("r1", first));
+      const revealed = await book.seedRevealed("r1", { seq: 4, n: 1, seed });
+      alarmsSeen.push(revealed.alarm);
+      return { alarmsSeen, first };
+    };
+    const once = await replay();
+    assert.deepEqual(once.alarmsSeen, [null, null, null]);
+    assert.equal(once.first.verdict, "fair", once.first.verdictReason);
+    const twice = await replay(); // the same events again: the same verdicts, no alarm
+    assert.deepEqual(twice.alarmsSeen, [null, null, null]);
+    assert.equal(twice.first.verdict, "fair");
+    const other = await book.seedRevealed("r1", { seq: 9, n: 1, seed });
+    assert.match(other.alarm, /revealed a second time/);
+    const changed = await book.seedRevealed("r1", { seq: 11, n: 2, seed });
+    assert.equal(changed.alarm, null, "no commitment known for seed 2: nothing to hold it to");
   });
 });
 
