@@ -99,6 +99,8 @@ async function evaluate(/** @type {TableRelayModule} */ module, roll, options, o
     const dice = [...new Set(others.map((/** @type {any} */ t) => `${t.denomination} (${methodOf(t)})`))].join(", ");
     Object.assign(context, { via: false, reason: module.text("TABLERELAY.Reason.OtherMethod", { dice }) });
   }
+  const unresolved = module.unresolved.get(roll);
+  if (unresolved) context.unresolved = unresolved;
   roll.options = { ...(roll.options ?? {}), tablerelay: context };
   return original.call(roll, options);
 }
@@ -157,5 +159,7 @@ export function markOwnRoll(/** @type {TableRelayModule} */ module, /** @type {C
   if (known) Object.assign(flags, { room: known.room, epoch: known.epoch });
   // The reason is stored in the message's flags, so it is in the language of the client that rolled.
   if (!via) flags.reason = contexts.find((c) => c?.reason)?.reason ?? module.text("TABLERELAY.Reason.WithoutRelay");
+  const unresolved = contexts.find((c) => c?.unresolved)?.unresolved;
+  if (unresolved) flags.unresolved = unresolved;
   message.updateSource({ flags: { [FLAG_SCOPE]: flags } });
 }

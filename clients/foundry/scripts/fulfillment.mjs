@@ -37,6 +37,7 @@ export class RelayUnavailable extends Error {
  * @property {string} [reason]     why it was not via the relay
  * @property {number} roundTrips
  * @property {import("./messages.mjs").Signature[]} [signatures]  the faces events' signatures, when signed
+ * @property {string} [unresolved]  a game system's roll the relay did not resolve (systems/): why
  * @property {import("./messages.mjs").MessageFlags} [event]  a game system's roll the relay resolved
  *   (systems/relayed.mjs): the flags of that relay event, which its message carries
  *

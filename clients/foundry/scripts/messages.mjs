@@ -34,6 +34,7 @@ export const FLAG_SCOPE = "tablerelay";
  * @property {boolean|null} [sealMatches]  did the reveal match the commitment (null: never saw the commitment)
  * @property {string} [reason]  why a roll was not via the relay
  * @property {number} [target]  which of the relay event's targets the message shows (a roll per target)
+ * @property {string} [unresolved]  a game system's roll the relay gave its faces but did not resolve: why
  * @property {string} [mismatch]  a game system's roll whose own outcome differs from the relay's: how
  */
 

@@ -69,6 +69,8 @@ export class TableRelayModule {
     this.inFlight = new Set();
     /** @type {Array<(roll: any) => import("./systems/relayed.mjs").Claim|undefined>} system modules that claim a roll as it evaluates */
     this.claimers = [];
+    /** @type {WeakMap<object, string>} game systems' rolls the relay gives faces but does not resolve, and why */
+    this.unresolved = new WeakMap();
     /** @type {number|undefined} the Fear the Daggerheart system's setting last showed from the relay (connection.mjs) */
     this.fearShown = undefined;
     /** @type {import("./systems/drawsteel.mjs").PowerPrompt|null} a Draw Steel dialog's final choices, waiting for its rolls */

@@ -68,7 +68,7 @@ export function sealedCardHTML(event, i18n) {
  * relay's signatures (check.mjs). Rendered by each client as it shows the message, so in its language. A
  * failure is always shown, whatever the setting: it is the one thing a table must not miss.
  * @param {import("./check.mjs").Verdict | { state: "checking" }} verdict
- * @param {{ revealed?: number, sealed?: boolean } | undefined} flags  the message's flags.tablerelay
+ * @param {{ revealed?: number, sealed?: boolean, unresolved?: string } | undefined} flags  the message's flags.tablerelay
  * @param {{ showVerified: boolean, page?: (seq: number) => string }} options  `page`: the relay's page of an
  *   event (/events/ROOM/SEQ), which each seq links to
  * @param {Localizer} i18n
@@ -82,6 +82,20 @@ export function markHTML(verdict, flags, { showVerified, page }, i18n) {
   const worded = typeof reason === "string" ? reason : reason ? i18n.format(reason.key, reason.data ?? {}) : "";
   const mark = (/** @type {string} */ kind, /** @type {string} */ icon, /** @type {string} */ title, /** @type {string} */ text) =>
     `<div class="tablerelay-mark tablerelay-${kind}" title="${title}"><i class="fa-solid ${icon}"></i> ${text}</div>`;
+  // A game system's roll the relay gave its faces but did not resolve (scripts/systems/): said beside any verdict.
+  const unresolved = typeof flags?.unresolved === "string" && verdict.state !== "not-relay"
+    ? mark("unresolved", "fa-circle-info", say(i18n, "TABLERELAY.Mark.UnresolvedTitle"), say(i18n, "TABLERELAY.Mark.Unresolved"))
+    : "";
+  return unresolved + verdictHTML(verdict, { flags, showVerified, where, worded, mark }, i18n);
+}
+
+/**
+ * The mark of one verdict.
+ * @param {import("./check.mjs").Verdict | { state: "checking" }} verdict
+ * @param {{ flags: any, showVerified: boolean, where: string, worded: string, mark: (kind: string, icon: string, title: string, text: string) => string }} parts
+ * @param {Localizer} i18n
+ */
+function verdictHTML(verdict, { flags, showVerified, where, worded, mark }, i18n) {
   switch (verdict.state) {
     case "not-relay": {
       const title = worded ? say(i18n, "TABLERELAY.Mark.NotRelayTitleWhy", { reason: worded }) : say(i18n, "TABLERELAY.Mark.NotRelayTitle");

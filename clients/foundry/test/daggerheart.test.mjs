@@ -153,9 +153,12 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
     const covered = await t.aria.system.duality({ actor: t.actor, trait: 1, experiences: ["exp1", "exp2"] });
     assert.equal(covered.config.skips, undefined, "two Experiences: the system's own roll");
     assert.ok(Array.isArray(covered.message.flags.tablerelay.seqs), "its faces came from the relay");
+    assert.equal(covered.message.flags.tablerelay.unresolved, "duality");
+    for (const viewer of [t.gm, t.brom]) assert.match(await viewer.renderedChecked(covered.message), /not resolved by the relay[\s\S]*signed ✓/);
     await t.gm.game.settings.set("tablerelay", "daggerheartRolls", false);
     const off = await t.aria.system.duality({ actor: t.actor, trait: 1 });
     assert.equal(off.config.skips, undefined);
+    assert.equal(off.message.flags.tablerelay.unresolved, undefined, "turned off, nothing to say");
     assert.equal(off.message.flags.tablerelay.via, true);
     assert.ok(Array.isArray(off.message.flags.tablerelay.seqs));
   });

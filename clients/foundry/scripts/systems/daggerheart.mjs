@@ -88,7 +88,10 @@ function attackConfigured(/** @type {TableRelayModule} */ module, /** @type {any
   if (module.claims.has(roll) || roll?.constructor?.messageType !== "adversaryRoll") return;
   if (!relayResolves(module, "daggerheartRolls") || !config) return;
   const intent = attackIntent(roll, config);
-  if (!intent) return;
+  if (!intent) {
+    module.unresolved.set(roll, "attack");
+    return;
+  }
   // The GM's Fear for an Experience is the relay's to spend, atomically: the system spends none of its own.
   config.skips = { ...(config.skips ?? {}), resources: true };
   const claim = claimRoll(module, roll, intent, {
@@ -181,9 +184,12 @@ export function dualityFaces(/** @type {any} */ roll, /** @type {any} */ result)
 
 /** daggerheart.postDualityRollConfiguration: the relay resolves the roll, the system keeps no resources for it. */
 function dualityConfigured(/** @type {TableRelayModule} */ module, /** @type {any} */ roll, /** @type {any} */ config) {
-  if (!relayResolves(module, "daggerheartRolls") || !config || config.tagTeamSelected) return;
-  const intent = dualityIntent(roll, config);
-  if (!intent) return;
+  if (!relayResolves(module, "daggerheartRolls") || !config) return;
+  const intent = config.tagTeamSelected ? null : dualityIntent(roll, config);
+  if (!intent) {
+    module.unresolved.set(roll, config.tagTeamSelected ? "tag team" : "duality");
+    return;
+  }
   config.skips = { ...(config.skips ?? {}), resources: true };
   const label = typeof config.title === "string" ? config.title : typeof roll.title === "string" ? roll.title : undefined;
   claimRoll(module, roll, intent, {
