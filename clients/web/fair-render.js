@@ -71,6 +71,7 @@ export function verdictBadge(event) {
   if (event?.verdict === undefined) return null;
   const verdict = event.verdict;
   const explanation = verdictExplanation(event);
+  const witnessed = verdict === "fair" && Array.isArray(event.fair?.witnesses) ? event.fair.witnesses.length : 0;
   const badge = h(
     "button",
     {
@@ -83,6 +84,7 @@ export function verdictBadge(event) {
     },
     (ICONS[verdict] ?? ICONS.unwitnessed)(),
     h("span", { class: "fair-word" }, WORDS[verdict] ?? verdict),
+    witnessed ? h("span", { class: "fair-count" }, ` · ${witnessed} witness${witnessed === 1 ? "" : "es"}`) : null,
   );
   // A tap (no hover on a phone) shows the explanation under the card's head; a second tap hides it.
   badge.addEventListener("click", () => {
