@@ -490,14 +490,24 @@ class Room:
             "history": history,
             "recovered": recovered,
             "limits": {"fear": self.info.fear_max, "hope": self.info.hope_max},
-            **self._seed_view(),
+            **self._seed_view(history),
             **self._manager_view(session),
         }
 
-    def _seed_view(self) -> dict[str, Any]:
-        """The open dice seed's number and commitment (spec/fairness.md), when the room has one."""
+    def _seed_view(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        """The open dice seed's number and commitment (spec/fairness.md), when the room has one, and the
+        commitments of every seed the history's rolls use (their ``seed_commit`` may be older than it)."""
         state = self.committed
-        return {"seed": {"n": state.seed_n, "commit": state.seed_commit}} if state.seed_open else {}
+        view: dict[str, Any] = {}
+        if state.seed_open:
+            view["seed"] = {"n": state.seed_n, "commit": state.seed_commit}
+        used = [e["fair"]["n"] for e in history if isinstance(e.get("fair"), dict) and "n" in e["fair"]]
+        if used:
+            known = state.seed_commits
+            view["seeds"] = [
+                {"n": n, "commit": known[n]} for n in range(min(used), state.seed_n + 1) if n in known
+            ]
+        return view
 
     def _manager_view(self, session: Session) -> dict[str, Any]:
         """What only a GM's welcome carries: the roster to manage, and whether the room is archived."""

@@ -107,6 +107,7 @@ class RoomState:
     seed_open: bool = False
     seed_opened: int = 0
     seed_rolls: int = 0
+    seed_commits: dict[int, str] = field(default_factory=dict)  # every seed's commitment, by its number
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -162,6 +163,7 @@ class RoomState:
             if self.seed_open or record["n"] != self.seed_n + 1:
                 raise FoldError(f"seed {record['n']} committed at {seq} while seed {self.seed_n} is current")
             self.seed_n, self.seed_commit, self.seed_open = record["n"], record["commit"], True
+            self.seed_commits[record["n"]] = record["commit"]
             self.seed_opened, self.seed_rolls = record["ts"], 0
         elif kind == "pending":
             pass  # a witnessed roll's announcement (spec/fairness.md); the roll naming it changes the state
@@ -248,6 +250,7 @@ class RoomState:
             seed_open=self.seed_open,
             seed_opened=self.seed_opened,
             seed_rolls=self.seed_rolls,
+            seed_commits=dict(self.seed_commits),
         )
 
     def is_hidden(self, seq: int) -> bool:

@@ -149,3 +149,18 @@ def test_the_worked_example_of_docs_fairness_md_is_what_the_relay_computes() -> 
     assert fairness.roll_key(seed, roll).hex() in doc
     assert dice.draws == [(6, 1), (6, 3)]
     assert result["total"] == 4
+
+
+def test_a_welcome_names_the_commitment_of_every_seed_its_history_uses() -> None:
+    table = fair_table(limits=dataclasses.replace(Limits(), seed_rolls=1))
+    ana = table.join("player")
+    for i in range(3):
+        table.send(ana, roll(f"r{i}", seed=ROLLER_SEED))
+    history = [table.forms.frame(r, "full", table.room.committed) for r in table.stored[-2:]]
+    welcome = table.room.welcome(ana, "token", history, True)
+    assert welcome["seed"] == {"n": 3, "commit": table.room.committed.seed_commit}
+    assert [s["n"] for s in welcome["seeds"]] == [3], "only the seeds from the history's first roll on"
+    everything = [table.forms.frame(r, "full", table.room.committed) for r in table.stored]
+    seeds = table.room.welcome(ana, "token", everything, True)["seeds"]
+    assert [s["n"] for s in seeds] == [1, 2, 3]
+    assert seeds[0]["commit"] == spec_fairness.seed_commit(INFO.id, 1, SEEDS[1])
