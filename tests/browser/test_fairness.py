@@ -147,7 +147,9 @@ def test_watch_shows_badges_and_a_red_banner_for_a_seed_that_does_not_match(
     expect(page.locator('#feed [data-signature="failed"]')).to_have_count(1)
 
 
-def test_rolls_without_fair_dice_get_no_badge(page: Page, relay: Relay, room: dict[str, str], wire: Any) -> None:
+def test_rolls_without_fair_dice_get_no_badge(
+    page: Page, relay: Relay, room: dict[str, str], wire: Any
+) -> None:
     gm = wire(room["gm"], "Mercer")
     event = gm.roll(D20, label="Plain roll")
     page.goto(f"{relay.http_url}/watch#{room['spectator']}")
