@@ -346,7 +346,9 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
         out.append(
             f"- {hosted['tables']:,} tables of 6: p99 {p99:.0f} ms, the median {steady['p50_ms']:.0f} ms. "
             "The tail is the event loop's stalls (the loop-lag maximum on `/healthz` read "
-            f"{steady.get('loop_lag_max_ms') or 0:.0f} ms), chiefly the upkeep's full garbage collection "
+            f"{steady.get('loop_lag_max_ms') or 0:.0f} ms) over a per-roll path the bare peer does not have "
+            "(resolving, committing, signing, the ack); "
+            "the largest stall is the upkeep's full garbage collection "
             "once a minute (`memory_trimmed` in the log), which walks every object the relay holds and so "
             "grows with the sockets: with 18,000 sockets (an attempt at the full size on a starved machine, "
             "docs/deployment.md) it took 0.4 to 1.4 s of CPU with the loop stopped, 2.7 to 11 s of wall "
