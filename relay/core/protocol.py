@@ -54,7 +54,7 @@ CLOSE_POLICY = 1008  # persistent rate-limit abuse
 CLOSE_GOING_AWAY = 1001  # server shutting down
 CLOSE_REVOKED = 4003  # the GM removed this participant, or replaced this invite (relay.core.membership)
 CLOSE_MERGED = 4010  # the GM merged this participant into another: reconnect as that one
-CLOSE_TRY_LATER = 1013  # the client's address holds as many sockets as limits.max_per_ip allows
+CLOSE_TRY_LATER = 1013  # sockets per address at max_per_ip, or no hello within hello_timeout: try again
 
 
 class FrameError(Exception):

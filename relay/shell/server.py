@@ -413,7 +413,9 @@ class Relay:
         try:
             first = await asyncio.wait_for(ws.recv(), timeout=self.limits.hello_timeout)
         except TimeoutError:
-            await self._refuse(conn, protocol.CLOSE_UNAUTHORIZED, "Send a hello first.")
+            # Try again later, not 4001: on a starved host a client's hello can arrive late through no fault
+            # of its own, and a client gives up for good on 4001 (a deploy's reconnect storm lost 1,476).
+            await self._refuse(conn, protocol.CLOSE_TRY_LATER, "Send a hello first.")
             return None
         try:
             hello = protocol.parse(first, self.limits)

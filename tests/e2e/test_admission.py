@@ -109,3 +109,17 @@ async def test_x_forwarded_for_names_the_client_only_behind_a_trusted_proxy(
         srv.url, room.spectator, "b1", additional_headers={"X-Forwarded-For": "203.0.113.6"}
     )
     assert bob.welcome["t"] == "welcome", "another client behind the same proxy has places of its own"
+
+
+async def test_a_socket_that_says_no_hello_in_time_is_told_to_try_again_not_refused(
+    server_factory: Any, clients: Any
+) -> None:
+    # On a starved host a client's hello can arrive after hello_timeout through no fault of its own: the
+    # close must be one the JS client retries (1013), not 4001, on which it gives up for good.
+    server = server_factory(TABLERELAY_HELLO_TIMEOUT="0.5")
+    silent = await clients.open(server.url, "silent")
+    code, reason = await silent.wait_closed()
+    assert (code, reason) == (1013, "Send a hello first.")
+    room = await server.acreate_room("Late hellos")
+    late = await clients.join(server.url, room.player, "late")
+    assert late.welcome["t"] == "welcome", "a client that then says hello is welcome"
