@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import relay.fairness
@@ -437,7 +437,13 @@ def test_the_derivation_agrees_with_the_spec_verifier(script: dict[str, Any], se
     assert [list(d) for d in dice.draws] == spec.recompute(seed, script, faces)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# No explain phase: on Python 3.11 it traces every line of the derivation and ran past the test timeout.
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+)
 @given(
     intent=intents,
     witnessed=st.booleans(),
@@ -466,6 +472,10 @@ def test_both_verifiers_agree_on_generated_rolls_and_their_tampering(
         fair_map["draws"][-1] = [faces, value % faces + 1]
     elif change == "witness" and fair_map["witnesses"]:
         fair_map["witnesses"][-1][1] = contribution("else")
+        if spec.draws_match(log.seeds[fair_map["n"]], ROOM, roll):
+            # The changed key drew the very same dice (a single d20 does one time in twenty): nothing offline
+            # can tell, which is why each witness checks its own value live (spec/fairness.md).
+            change = "none"
     elif change == "seed":
         log.events[-1]["seed"] = bytes(32)
     elif change == "nonce" and witnessed:
