@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -273,11 +272,9 @@ def test_error_sentences_name_the_argument() -> None:
     assert "+XkY" in error.message
 
 
-def test_largest_pool_with_every_die_exploding_to_the_cap_is_fast() -> None:
+def test_largest_pool_with_every_die_exploding_to_the_cap_is_rolled_whole() -> None:
+    # Speed is bench/'s to measure; a timed assertion here fails on a loaded machine.
     script = [10] * (MAX_DICE * MAX_CHAIN)
-    started = time.perf_counter()
     result = roll(pool=f"{MAX_DICE}k{MAX_DICE}", script=script)
-    elapsed = time.perf_counter() - started
     assert result["total"] == MAX_DICE * MAX_CHAIN * 10
     assert all(d["capped"] for d in result["dice"])
-    assert elapsed < 0.05, elapsed

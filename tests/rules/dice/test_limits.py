@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from rules.dice import evaluate
@@ -14,10 +12,9 @@ from rules.rng import Scripted, SecureDice
 
 def refused(formula: str, dialect: str = "foundry", faces: list[int] | None = None) -> str:
     rng = Scripted(faces) if faces is not None else SecureDice()
-    started = time.perf_counter()
     with pytest.raises(RulesError) as caught:
         evaluate(formula, rng, dialect)
-    assert time.perf_counter() - started < 0.5, "a refused formula must be refused quickly"
+    # Refused by the limit, not by running out of scripted dice: the check comes before the rolling.
     assert caught.value.code == "limit", caught.value.message
     return caught.value.message
 
@@ -61,10 +58,11 @@ def test_foundry_reroll_once_of_a_d1_is_fine() -> None:
 
 
 def test_big_pools_of_big_dice_still_roll() -> None:
-    started = time.perf_counter()
+    # A thousand exploding d1000 are inside every limit: rolled, not refused. How fast is bench/'s question
+    # (bench/sections/dice.py), never a timed assertion here: this one failed on a loaded machine.
     ev = evaluate("1000d1000!", SecureDice(), "roll20")
-    assert len(ev.dice) >= 1000
-    assert time.perf_counter() - started < 0.5
+    assert 1000 <= len(ev.dice) < MAX_ROLLS
+    assert all(die["faces"] == 1000 and 1 <= die["value"] <= 1000 for die in ev.dice)
 
 
 def test_rolls_in_a_formula() -> None:
