@@ -247,16 +247,8 @@ def _result(
         seed=roller_seed,
         pending=pending,
         nonce=nonce,
-        witnesses=sorted(values.items()),
+        witnesses=list(values.items()),
     )
     dice = fairness.dice(secret, roll_script)
     result = rules.resolve(frame.intent, rng=dice)
-    fair = {
-        "n": n,
-        "seed": roller_seed,
-        "pending": pending,
-        "nonce": nonce,
-        "witnesses": roll_script["witnesses"],
-        "draws": [[faces, value] for faces, value in dice.draws],
-    }
-    return fair, result
+    return fairness.fair_map(roll_script, dice.draws), result

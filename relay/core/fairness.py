@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from relay.core.canonical import canonical
@@ -50,9 +50,7 @@ def transcript(
     nonce: bytes | None,
     witnesses: Sequence[tuple[str, bytes]] | Sequence[list[Any]],
 ) -> dict[str, Any]:
-    """The map a roll's key is derived from; ``witnesses`` in any order (sorted here by the ids' UTF-8)."""
-    pairs = [(str(pid), bytes(value)) for pid, value in witnesses]
-    ordered = [[pid, value] for pid, value in sorted(pairs, key=lambda w: w[0].encode())]
+    """The map a roll's key is derived from; ``witnesses`` in any order (``sorted_witnesses`` orders them)."""
     return {
         "room": room,
         "n": n,
@@ -63,7 +61,25 @@ def transcript(
         "seed": seed,
         "pending": pending,
         "nonce": nonce,
-        "witnesses": ordered,
+        "witnesses": sorted_witnesses({str(pid): bytes(value) for pid, value in witnesses}),
+    }
+
+
+def sorted_witnesses(values: Mapping[str, bytes]) -> list[list[Any]]:
+    """``[[participant id, value], …]`` sorted by the ids' UTF-8 bytes, as a transcript and a fair map hold
+    them."""
+    return [[pid, values[pid]] for pid in sorted(values, key=lambda pid: pid.encode("utf-8"))]
+
+
+def fair_map(roll: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[str, Any]:
+    """A roll's ``fair`` map (its full form) from its transcript and its dice's ``draws``."""
+    return {
+        "n": roll["n"],
+        "seed": roll["seed"],
+        "pending": roll["pending"],
+        "nonce": roll["nonce"],
+        "witnesses": [list(pair) for pair in roll["witnesses"]],
+        "draws": [[faces, value] for faces, value in draws],
     }
 
 

@@ -22,12 +22,15 @@ from relay.core.fairness import (
     SEED_BYTES,
     SEED_DOMAIN,
     dice,
+    fair_map,
     pending_commit,
     roll_key,
     seed_commit,
+    sorted_witnesses,
     transcript,
 )
 from relay.core.protocol import event_values
+from relay.core.visibility import NONCE_BYTES, SEALED_FAIR_KEYS
 from rules import resolve
 from rules.rng import WORD_SPACE, KeyedDice
 
@@ -60,8 +63,6 @@ __all__ = [
     "verify_fair",
 ]
 
-#: A pending's nonce is 32 bytes.
-NONCE_BYTES = 32
 #: The keys of a roll's ``fair`` map in its full form.
 FAIR_KEYS = ("n", "seed", "pending", "nonce", "witnesses", "draws")
 
@@ -76,11 +77,6 @@ EXPORT_HEADER = "tablerelay-room-export"
 
 
 # -- the derivation (the core's, which the room rolls with) and what a verifier adds to it ---------------
-
-
-def sorted_witnesses(values: Mapping[str, bytes]) -> list[list[Any]]:
-    """``[[participant id, value], …]`` sorted by the id's UTF-8 bytes, as the transcript holds them."""
-    return [[pid, values[pid]] for pid in sorted(values, key=lambda pid: pid.encode("utf-8"))]
 
 
 def event_transcript(room: str, event: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,18 +95,6 @@ def event_transcript(room: str, event: Mapping[str, Any]) -> dict[str, Any]:
         nonce=fair["nonce"],
         witnesses=fair["witnesses"],
     )
-
-
-def fair_map(script: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[str, Any]:
-    """A roll's ``fair`` map (its full form) from its transcript and its dice's ``draws``."""
-    return {
-        "n": script["n"],
-        "seed": script["seed"],
-        "pending": script["pending"],
-        "nonce": script["nonce"],
-        "witnesses": [list(pair) for pair in script["witnesses"]],
-        "draws": [[faces, value] for faces, value in draws],
-    }
 
 
 def outside_contribution(fair: Mapping[str, Any], roller: str, roller_is_gm: bool) -> bool:
@@ -282,7 +266,7 @@ def _fair_fields(event: Mapping[str, Any], full: bool) -> Mapping[str, Any]:
     fair = event.get("fair")
     if not isinstance(fair, Mapping):
         raise _Failure("the roll carries no 'fair' map: its dice follow from no committed seed")
-    for key in FAIR_KEYS if full else ("n", "pending", "witnesses"):
+    for key in FAIR_KEYS if full else SEALED_FAIR_KEYS:
         if key not in fair:
             raise _Failure(f"its 'fair' map has no {key!r}")
     if type(fair["n"]) is not int or (fair["pending"] is not None and type(fair["pending"]) is not int):
