@@ -28,14 +28,23 @@ class RoomSeeds:
         self.room = room
         self.limits = limits
         self.secrets = dict(stored)
+        self.storing: set[int] = set()  # asked of the shell, not stored yet: not asked again meanwhile
 
     def add(self, n: int, secret: bytes) -> None:
         self.secrets[n] = secret
+        self.storing.discard(n)
+
+    def not_stored(self, n: int) -> None:
+        """The shell could not store seed ``n``: the next roll asks for it again."""
+        self.storing.discard(n)
 
     def missing(self, state: RoomState) -> list[int]:
-        """The seeds to draw and store so that the next roll and the next reveal can go ahead."""
+        """The seeds to draw and store so that the next roll and the next reveal can go ahead, each asked
+        for once until it is stored (or could not be)."""
         current = state.seed_n if state.seed_open else state.seed_n + 1
-        return [n for n in (current, current + 1) if n not in self.secrets]
+        wanted = [n for n in (current, current + 1) if n not in self.secrets and n not in self.storing]
+        self.storing.update(wanted)
+        return wanted
 
     def for_roll(
         self, state: RoomState, now_ms: int, *, hold: bool = False

@@ -100,10 +100,9 @@ class RoomState:
     # ``Room.handle`` asks relay.core.membership.barred. One flag, so a room nobody managed tests one
     # attribute per command as before (it used to test ``archived``).
     managed: bool = False
-    # The room's dice seeds (spec/fairness.md): the last committed seed's number and commitment, whether it
-    # is still open (committed and not revealed), when it was committed (ms) and how many rolls used it.
+    # The room's dice seeds (spec/fairness.md): the last committed seed's number, whether it is still open
+    # (committed and not revealed), when it was committed (ms), how many rolls used it, and every commitment.
     seed_n: int = 0
-    seed_commit: str | None = None
     seed_open: bool = False
     seed_opened: int = 0
     seed_rolls: int = 0
@@ -162,7 +161,7 @@ class RoomState:
         elif kind == "seed_commit":
             if self.seed_open or record["n"] != self.seed_n + 1:
                 raise FoldError(f"seed {record['n']} committed at {seq} while seed {self.seed_n} is current")
-            self.seed_n, self.seed_commit, self.seed_open = record["n"], record["commit"], True
+            self.seed_n, self.seed_open = record["n"], True
             self.seed_commits[record["n"]] = record["commit"]
             self.seed_opened, self.seed_rolls = record["ts"], 0
         elif kind == "pending":
@@ -246,12 +245,16 @@ class RoomState:
             archived=self.archived,
             managed=self.managed,
             seed_n=self.seed_n,
-            seed_commit=self.seed_commit,
             seed_open=self.seed_open,
             seed_opened=self.seed_opened,
             seed_rolls=self.seed_rolls,
             seed_commits=dict(self.seed_commits),
         )
+
+    @property
+    def seed_commit(self) -> str | None:
+        """The last committed seed's commitment."""
+        return self.seed_commits.get(self.seed_n)
 
     def is_hidden(self, seq: int) -> bool:
         """True while ``seq`` is a sealed roll that has not been revealed (for a seq at or below

@@ -60,6 +60,8 @@ class Preparer:
         except Exception as exc:
             # The room keeps rolling on its open seed and asks again at its next roll.
             logger.warning("seed_not_stored", room=room.id, n=n, error=type(exc).__name__)
+            if room.fair is not None:
+                room.fair.seeds.not_stored(n)
             return
         if room.fair is not None:
             room.fair.seeds.add(n, secret)

@@ -57,7 +57,9 @@ class Table:
         info: RoomInfo = INFO,
         stored: list[dict[str, Any]] | None = None,
         auto_commit: bool = True,
+        seeds: Mapping[int, bytes] | None = None,
     ) -> None:
+        """``seeds``: the room's stored dice seeds, for fair dice (spec/fairness.md); none: SecureDice."""
         counter = itertools.count(1)
         nonces = itertools.count(1)
         self.room = Room(
@@ -68,6 +70,7 @@ class Table:
             clock=lambda: 1_700_000_000_000,
             make_id=lambda: f"p{next(counter)}",
             nonce=lambda: bytes([next(nonces) % 256]) * 32,
+            seeds=seeds,
         )
         self.stored: list[dict[str, Any]] = list(stored or [])
         self.queue: list[Pending] = []

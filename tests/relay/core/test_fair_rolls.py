@@ -12,8 +12,6 @@ import rules
 from relay.core import fairness
 from relay.core.actions import PrepareSeed
 from relay.core.canonical import canonical
-from relay.core.fair import FairState
-from relay.core.seeds import RoomSeeds
 from relay.settings.config import Limits
 from tests import spec_fairness
 from tests.relay.helpers import INFO, Table, frame
@@ -23,9 +21,7 @@ ROLLER_SEED = bytes(range(16))
 
 
 def fair_table(limits: Limits | None = None, stored: dict[int, bytes] | None = None) -> Table:
-    table = Table(limits=limits)
-    table.room.fair = FairState(RoomSeeds(INFO.id, SEEDS if stored is None else stored, table.room.limits))
-    return table
+    return Table(limits=limits, seeds=SEEDS if stored is None else stored)
 
 
 def roll(rid: str, formula: str = "4d6", **extra: Any) -> dict[str, Any]:
@@ -164,3 +160,19 @@ def test_a_welcome_names_the_commitment_of_every_seed_its_history_uses() -> None
     seeds = table.room.welcome(ana, "token", everything, True)["seeds"]
     assert [s["n"] for s in seeds] == [1, 2, 3]
     assert seeds[0]["commit"] == spec_fairness.seed_commit(INFO.id, 1, SEEDS[1])
+
+
+def test_a_seed_being_stored_is_asked_for_once_and_again_only_if_it_could_not_be() -> None:
+    table = fair_table(stored={1: SEEDS[1], 2: SEEDS[2]}, limits=dataclasses.replace(Limits(), seed_rolls=1))
+    ana = table.join("player")
+    asked = []
+    for i in range(4):
+        actions = table.room.handle(ana, frame(roll(f"r{i}")))
+        asked += [a.n for a in actions if isinstance(a, PrepareSeed)]
+        table.execute(actions)
+        table.commit()
+    assert asked == [3], "seed 3 is asked for once while it is being stored"
+    assert table.room.fair is not None
+    table.room.fair.seeds.not_stored(3)
+    actions = table.room.handle(ana, frame(roll("r9")))
+    assert PrepareSeed(3) in actions, "asked again once the shell could not store it"

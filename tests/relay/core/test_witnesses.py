@@ -8,8 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from relay.core.actions import Session, WaitWitnesses
-from relay.core.fair import FairState
-from relay.core.seeds import RoomSeeds
 from tests import spec_fairness
 from tests.relay.helpers import INFO, Table, frame
 
@@ -18,9 +16,7 @@ DICE = {"system": "dice", "formula": "3d6"}
 
 
 def fair_table() -> Table:
-    table = Table()
-    table.room.fair = FairState(RoomSeeds(INFO.id, SEEDS, table.room.limits))
-    return table
+    return Table(seeds=SEEDS)
 
 
 def roll(rid: str, visibility: str = "public") -> dict[str, Any]:

@@ -14,8 +14,6 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from relay.core import records, visibility
-from relay.core.fair import FairState
-from relay.core.seeds import RoomSeeds
 from relay.ops.campaign import ImportRefused, checked_records
 from relay.storage import exports
 from relay.trust.signing import Keyring
@@ -28,10 +26,7 @@ FORGER = Keyring.of(Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33))))
 def played() -> list[dict[str, Any]]:
     """A room's stored records with one of every kind, hidden rolls of each visibility, two revealed, on fair
     dice: seeds committed and revealed, rolls witnessed by Bo."""
-    table = Table()
-    table.room.fair = FairState(
-        RoomSeeds(INFO.id, {n: bytes([n]) * 32 for n in (1, 2, 3)}, table.room.limits)
-    )
+    table = Table(seeds={n: bytes([n]) * 32 for n in (1, 2, 3)})
     gm = table.join("gm", sub="gm-1", name="GM")
     ana = table.join("player", name="Ana")
     bo = table.join("player", name="Bo", witness=True)
