@@ -5,10 +5,11 @@ functions, used by the log's reader threads, its committers and the command line
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,11 +122,23 @@ def _clustered(conn: sqlite3.Connection) -> bool:
     return "WITHOUT ROWID" in str(sql).upper()
 
 
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, its lock taken at once (``BEGIN IMMEDIATE``): committed when the block ends,
+    rolled back when it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def _events_by_arrival(conn: sqlite3.Connection) -> None:
     """Move a file's events to the layout by arrival (once per file), every row as it was, in one
     transaction: a process that opens the file meanwhile waits, then finds it done."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         if _clustered(conn):  # not done meanwhile
             rows = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
             logger.info("events_layout_moving", rows=rows)
@@ -137,24 +150,15 @@ def _events_by_arrival(conn: sqlite3.Connection) -> None:
             conn.execute("DROP TABLE events")
             conn.execute("ALTER TABLE events_by_arrival RENAME TO events")
             logger.info("events_layout_moved", rows=rows)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _index_old_reveals(conn: sqlite3.Connection) -> None:
     """Fill ``reveals`` from the reveal events a file stored before the table existed (once per file)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         if conn.execute("PRAGMA user_version").fetchone()[0] < REVEALS_INDEXED:  # not done meanwhile
             rows = conn.execute("SELECT room, seq, kind, data FROM events WHERE kind = 'reveal'")
             _index_reveals(conn, [(room, seq, 0, kind, data) for room, seq, kind, data in rows.fetchall()])
             conn.execute(f"PRAGMA user_version = {REVEALS_INDEXED}")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _index_reveals(conn: sqlite3.Connection, rows: list[tuple[str, int, int, str, bytes]]) -> None:
@@ -175,6 +179,17 @@ def _info(row: Sequence[Any]) -> RoomInfo:
 _ROOM_COLUMNS = "id, name, epoch, created, fear_max, hope_max"
 
 
+def _insert_room(conn: sqlite3.Connection, info: RoomInfo, max_rooms: int) -> None:
+    """Add ``info`` to the rooms, inside the caller's transaction, unless the store holds ``max_rooms``."""
+    (count,) = conn.execute("SELECT COUNT(*) FROM rooms").fetchone()
+    if count >= max_rooms:
+        raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
+    conn.execute(
+        f"INSERT INTO rooms ({_ROOM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",  # noqa: S608 (constant columns)
+        (info.id, info.name, info.epoch, info.created, info.fear_max, info.hope_max),
+    )
+
+
 def create_room_sync(
     conn: sqlite3.Connection, name: str, *, fear_max: int, hope_max: int, max_rooms: int
 ) -> RoomInfo:
@@ -186,19 +201,8 @@ def create_room_sync(
         fear_max=fear_max,
         hope_max=hope_max,
     )
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        (count,) = conn.execute("SELECT COUNT(*) FROM rooms").fetchone()
-        if count >= max_rooms:
-            raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
-        conn.execute(
-            f"INSERT INTO rooms ({_ROOM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",  # noqa: S608 (constant columns)
-            (info.id, info.name, info.epoch, info.created, info.fear_max, info.hope_max),
-        )
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    with immediate(conn):
+        _insert_room(conn, info, max_rooms)
     return info
 
 
@@ -206,50 +210,29 @@ def import_room_sync(
     conn: sqlite3.Connection, info: RoomInfo, records: Sequence[Record], *, max_rooms: int
 ) -> None:
     """Insert a room with its own id and epoch and all its records in one transaction (see EventLog)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         if conn.execute("SELECT 1 FROM rooms WHERE id = ?", (info.id,)).fetchone() is not None:
             raise RoomExists(f"A room with id {info.id} already exists here.")
-        (count,) = conn.execute("SELECT COUNT(*) FROM rooms").fetchone()
-        if count >= max_rooms:
-            raise RoomLimitReached(f"This server already holds its limit of {max_rooms} rooms.")
-        conn.execute(
-            f"INSERT INTO rooms ({_ROOM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",  # noqa: S608 (constant columns)
-            (info.id, info.name, info.epoch, info.created, info.fear_max, info.hope_max),
-        )
+        _insert_room(conn, info, max_rooms)
         insert_events(conn, [(info.id, r["seq"], r["ts"], r["kind"], encode_record(r)) for r in records])
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def delete_room_sync(conn: sqlite3.Connection, room: str) -> bool:
     """Remove a room and its events in one transaction; False when there was no such room."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         conn.execute("DELETE FROM events WHERE room = ?", (room,))
         conn.execute("DELETE FROM reveals WHERE room = ?", (room,))
         conn.execute("DELETE FROM seeds WHERE room = ?", (room,))
         deleted = conn.execute("DELETE FROM rooms WHERE id = ?", (room,)).rowcount
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     return deleted > 0
 
 
 def ensure_seed_sync(conn: sqlite3.Connection, room: str, n: int, candidate: bytes) -> bytes:
     """The room's dice seed ``n`` (spec/fairness.md): ``candidate`` stored if the room had none, else the one
     it had. A seed lives here, never in the event log, until its ``seed_reveal`` event publishes it."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         conn.execute("INSERT OR IGNORE INTO seeds (room, n, seed) VALUES (?, ?, ?)", (room, n, candidate))
         row = conn.execute("SELECT seed FROM seeds WHERE room = ? AND n = ?", (room, n)).fetchone()
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     seed: bytes = row[0]
     return seed
 
@@ -263,16 +246,11 @@ def seeds_sync(conn: sqlite3.Connection, room: str, first: int) -> dict[int, byt
 def append_sync(conn: sqlite3.Connection, room: str, records: Sequence[Record], expected: int) -> None:
     """Append ``records`` after seq ``expected`` in one transaction, or raise ``Conflict`` (for commands
     that change a room while no server serves it, e.g. ``tablerelay room archive``)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         current = last_seq_sync(conn, room)
         if current != expected:
             raise Conflict(room, expected, current)
         insert_events(conn, [(room, r["seq"], r["ts"], r["kind"], encode_record(r)) for r in records])
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def get_room_sync(conn: sqlite3.Connection, room: str) -> RoomInfo | None:
