@@ -30,7 +30,7 @@ from relay.core.formats import with_numbers
 from relay.core.info import RoomInfo
 from relay.ops import nats_campaign
 from relay.ops.campaign_parts import OPERATOR, archive_record, confirm_delete, imported
-from relay.ops.console import command_config, fail, shown_date
+from relay.ops.console import InputError, command_config, export_file, fail, shown_date
 from relay.settings.config import ConfigError
 from relay.shell import public
 from relay.storage import exports
@@ -43,7 +43,7 @@ from relay.storage.sqlite.db import (
     import_room_sync,
     state_sync,
 )
-from relay.trust import signing, tokens
+from relay.trust import tokens
 
 
 def _cluster(config: Any) -> bool:
@@ -89,16 +89,9 @@ def room_import_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(str(exc))
     try:
-        with open(args.file, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        return fail(f"cannot read {args.file}: {exc.strerror}.")
-    keys = None
-    if args.keys:
-        try:
-            keys = signing.read_key_set(args.keys)
-        except signing.SigningKeyError as exc:
-            return fail(str(exc))
+        data, keys = export_file(args)
+    except InputError as exc:
+        return fail(str(exc))
     try:
         info, records = checked_records(exports.read(data), keys)
     except exports.ExportError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import datetime
 import json
@@ -12,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from relay.core import records
-from relay.ops.console import command_config, fail
+from relay.ops.console import InputError, command_config, export_file, fail
 from relay.settings import logs
 from relay.settings.config import SIGNING_NONCES, Config, ConfigError
 from relay.shell import admission, loops, public
@@ -341,16 +342,9 @@ def verify_command(args: argparse.Namespace) -> int:
     from relay.storage import exports
 
     try:
-        with open(args.file, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        return fail(f"cannot read {args.file}: {exc.strerror}.")
-    keys = None
-    if args.keys:
-        try:
-            keys = signing.read_key_set(args.keys)
-        except signing.SigningKeyError as exc:
-            return fail(str(exc))
+        data, keys = export_file(args)
+    except InputError as exc:
+        return fail(str(exc))
     try:
         export = exports.read(data)
         problems = exports.failures(export, keys)
@@ -363,22 +357,19 @@ def verify_command(args: argparse.Namespace) -> int:
         print(f"{len(problems)} problem(s) in {len(export.events)} events of room {export.room['id']}.")
     else:
         print(f"All {len(export.events)} events of room {export.room['id']} verify, checked with {source}.")
-    unfair = fair_verdicts(export) if getattr(args, "fair", False) else 0
+    unfair = fair_verdicts(export) if args.fair else 0
     return 1 if problems or unfair else 0
 
 
 def fair_verdicts(export: Export) -> int:
     """Print each roll's fairness verdict (``verify --fair``); the number that failed."""
     from relay.storage.exports import revealed_bodies
-    from relay.trust.fairness import verify_fair
+    from relay.trust.fairness import FAILED, verify_fair
 
     verdicts = verify_fair(revealed_bodies(export.events), str(export.room["id"]))
     for verdict in verdicts.values():
         print(verdict.text)
-    failed = sum(1 for v in verdicts.values() if v.failed)
-    tally: dict[str, int] = {}
-    for verdict in verdicts.values():
-        tally[verdict.verdict] = tally.get(verdict.verdict, 0) + 1
+    tally = collections.Counter(verdict.verdict for verdict in verdicts.values())
     counts = ", ".join(f"{n} {name}" for name, n in sorted(tally.items())) or "no rolls"
     print(f"Fairness of room {export.room['id']}: {counts}.")
-    return failed
+    return tally[FAILED]

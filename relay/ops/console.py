@@ -11,6 +11,7 @@ from typing import Any
 from relay.settings.config import Config, load
 from relay.shell import public
 from relay.storage import stores
+from relay.trust import signing
 
 
 def command_config(
@@ -33,6 +34,26 @@ def command_config(
     if config.public_url:
         public.check_public_url(config.public_url)  # a bad address stops every command with a sentence
     return config
+
+
+class InputError(Exception):
+    """A file a command was given that it cannot use; the message is the sentence to print."""
+
+
+def export_file(args: argparse.Namespace) -> tuple[bytes, Any]:
+    """The bytes of ``args.file`` (an export) and the key set ``args.keys`` names (None: the file's own
+    keys), for ``verify`` and ``room import``; ``InputError`` with a sentence when either cannot be read."""
+    try:
+        with open(args.file, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot read {args.file}: {exc.strerror}.") from exc
+    if not args.keys:
+        return data, None
+    try:
+        return data, signing.read_key_set(args.keys)
+    except signing.SigningKeyError as exc:
+        raise InputError(str(exc)) from exc
 
 
 def fail(message: str, code: int = 2) -> int:
