@@ -33,7 +33,18 @@ from bench.tools import servers
 from bench.tools.harness import ROOT
 from bench.tools.machine import describe, loadavg, python_speed
 
-SECTIONS = ("fanout", "latency", "memory", "appends", "tables", "growth", "signing", "dice", "hosted")
+SECTIONS = (
+    "fanout",
+    "latency",
+    "memory",
+    "appends",
+    "tables",
+    "growth",
+    "signing",
+    "dice",
+    "hosted",
+    "fairness",
+)
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -78,6 +89,16 @@ class Sizes:
     hosted_tables: int = 3000
     hosted_seconds: float = 300.0
     hosted_after: float = 30.0
+    # Fair dice (bench/sections/fairness.py): acked player rolls with fair dice on and off, taking turns, in
+    # each (rooms, rollers per room) shape: one room of 100 as the signing goal's, and 100 rooms of one, where
+    # a roll's fixed cost (the fair path's) weighs most. Then a GM's rolls with fair_players witnesses
+    # against unwitnessed ones, fair_latency_rolls a round, taking turns.
+    fair_shapes: tuple[tuple[int, int], ...] = ((1, 100), (100, 1))
+    fair_rounds: int = 12
+    fair_seconds: float = 1.0
+    fair_players: int = 5
+    fair_latency_rolls: int = 300
+    fair_latency_rounds: int = 6
 
 
 FULL = Sizes(
@@ -145,6 +166,11 @@ QUICK = Sizes(
     hosted_tables=300,
     hosted_seconds=60.0,
     hosted_after=15.0,
+    fair_shapes=((1, 100),),
+    fair_rounds=2,
+    fair_seconds=0.7,
+    fair_latency_rolls=100,
+    fair_latency_rounds=2,
 )
 
 
@@ -427,6 +453,25 @@ async def run(sizes: Sizes, only: set[str], profile: bool, run_dir: Path) -> dic
         )
 
     await section("hosted", do_hosted)
+
+    async def do_fairness() -> dict[str, Any]:
+        from bench.sections import fairness
+
+        result: dict[str, Any] = await fairness.measure(
+            run_dir,
+            calibration,
+            shapes=sizes.fair_shapes,
+            rounds=sizes.fair_rounds,
+            seconds=sizes.fair_seconds,
+            lead=appends.LEAD_SECONDS,
+            players=sizes.fair_players,
+            latency_rolls=sizes.fair_latency_rolls,
+            latency_rounds=sizes.fair_latency_rounds,
+            say=_say,
+        )
+        return result
+
+    await section("fairness", do_fairness)
     results["duration"] = round(time.monotonic() - started, 1)
     results["problems"] = list(_problems)
     return results

@@ -12,7 +12,8 @@
 //                   R per second per target and reports when each was sent.
 //   role "roller":  one player connection per target entry; {"cmd":"go","duration":S} makes each send a
 //                   roll, wait for its ack and send the next, until S seconds have passed. With
-//                   "lean": true (relay only) the rollers use openLean below instead of ws.
+//                   "lean": true (relay only) the rollers use openLean below instead of ws; with
+//                   "seed": true each roll carries a roller seed (fair dice, spec/fairness.md).
 //
 // Times are CLOCK_MONOTONIC milliseconds (process.hrtime), comparable across processes on one machine.
 // Every wait has a timeout, so a stuck server ends the run instead of hanging it.
@@ -320,7 +321,10 @@ async function receive() {
 // -- driver ------------------------------------------------------------------------------------------------
 
 function rollPayload(id) {
-  return { t: "roll", id, intent: config.intent, visibility: "public", label: config.label };
+  const roll = { t: "roll", id, intent: config.intent, visibility: "public", label: config.label };
+  // "seed": true sends a roller seed as the JS client does (spec/fairness.md: 16 fresh bytes per roll).
+  if (config.seed) roll.seed = randomBytes(16);
+  return roll;
 }
 
 async function driver() {

@@ -27,6 +27,8 @@ GOAL_TABLES_BARE = 0.8
 GOAL_TABLES_P99 = 1.5
 GOAL_ROOMS_APPENDS = 5000.0
 GOAL_SMALL_CHAIN_BARE = 0.8
+# Issue 36, fair dice: acked public player rolls with fair dice on ÷ off, in the same run.
+GOAL_FAIR = 0.95
 
 
 def n0(x: float | None) -> str:

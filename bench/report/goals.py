@@ -22,6 +22,7 @@ from bench.report.common import (
     table,
     verdict,
 )
+from bench.report.fairness import fairness_goal_rows
 from bench.report.memory import HISTORY_RETAINED, retained_history
 from bench.report.signing import per_delivery_us, signing_pairs, spread
 from bench.report.tables import TABLES_CHILD, TABLES_PARTS, tables_split
@@ -132,6 +133,8 @@ def goals_section(goals: dict[str, Any], results: dict[str, Any]) -> str:
             lambda v: v >= GOAL_SMALL_CHAIN_BARE,
         ),
     ]
+    # Fair dice's rows are there before its first recorded run too: the goal stands beside "not measured".
+    rows += fairness_goal_rows(goals)
     if any(key.startswith("hosted_") for key in goals):
         size = f"{goals.get('hosted_tables', 0):,} tables of 6"
         rows += [

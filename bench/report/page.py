@@ -9,6 +9,7 @@ from typing import Any
 from bench.report.appends import appends_section, plot_appends
 from bench.report.common import find
 from bench.report.dice import dice_section
+from bench.report.fairness import fairness_goals, fairness_section
 from bench.report.fanout import fanout_section, plot_fanout
 from bench.report.goals import goals_section
 from bench.report.growth import growth_section, plot_growth
@@ -99,6 +100,9 @@ def write(results: dict[str, Any], doc: Path = DOC, images: Path = IMAGES) -> li
         parts.append(hosted_section(sections["hosted"], (results.get("load") or {}).get("hosted")))
         plot_hosted(sections["hosted"], images / "bench-hosted.png")
         written.append(images / "bench-hosted.png")
+    # Always written: before its first recorded run the section states its goal and how to measure it.
+    goals.update(fairness_goals(sections.get("fairness")))
+    parts.append(fairness_section(sections.get("fairness")))
     errors = dict(results.get("errors") or {})
     for i, problem in enumerate(results.get("problems") or [], 1):
         errors[f"measurement {i}"] = problem

@@ -64,10 +64,11 @@ class Rig:
         rollers_per_room: int,
         signing: bool = True,
         tag: str = "",
+        seed: bool = False,
         **start: Any,
     ) -> Rig:
         """``start`` adds ``servers.start`` arguments (``bench.studies.ab``'s variants: a source tree,
-        environment)."""
+        environment); ``seed`` has every roll carry a roller seed, as the JS client sends with fair dice."""
         name = f"appends-{rooms}x{rollers_per_room}{tag}"
         server = await servers.start("relay", run_dir, calibration, name, signing=signing, **start)
         groups: list[Clients] = []
@@ -87,6 +88,7 @@ class Rig:
                             "intent": servers.INTENT,
                             "label": servers.LABEL,
                             "lean": True,
+                            "seed": seed,
                         },
                     )
                 )
