@@ -13,14 +13,40 @@
  * @property {string|null} participant  the relay participant id this user's client joined as
  */
 
-/** Foundry roll modes and the relay visibilities they match. */
+/**
+ * Foundry roll modes and the relay visibilities they match: v12/v13's roll modes, and v14's message modes
+ * (`CONFIG.ChatMessage.modes`, the `core.messageMode` setting), which are named as the relay's are.
+ */
 export const ROLL_MODES = Object.freeze({
   publicroll: "public",
   roll: "public",
   gmroll: "gm",
   blindroll: "blind",
   selfroll: "self",
+  public: "public",
+  gm: "gm",
+  blind: "blind",
+  self: "self",
 });
+
+/**
+ * The roll mode this user chose for rolls in the chat: `core.messageMode` on Foundry v14, which has no
+ * `CONFIG.Dice.rollModes`; `core.rollMode` before it (and on a v14 that still answers it).
+ * @param {{ release?: { generation?: number }, settings: { get: (namespace: any, key: any) => unknown } }} game
+ * @returns {string|undefined}
+ */
+export function chosenMode(game) {
+  if (Number(game.release?.generation) >= 14) {
+    try {
+      const mode = game.settings.get("core", "messageMode");
+      if (typeof mode === "string" && mode) return mode;
+    } catch {
+      // not registered under that name: read the older setting
+    }
+  }
+  const mode = game.settings.get("core", "rollMode");
+  return typeof mode === "string" ? mode : undefined;
+}
 
 /**
  * The relay visibility for a Foundry roll mode (public for anything unknown).

@@ -2,7 +2,7 @@
 // while rolls go through the relay, Roll#evaluate wrapped so a roll's faces are asked for in one request,
 // the request itself, the outage notices, and the mark a roll made here carries in its message's flags.
 
-import { visibilityOf } from "./audience.mjs";
+import { chosenMode, visibilityOf } from "./audience.mjs";
 import { connectedClient } from "./connection.mjs";
 import { METHOD } from "./fulfillment.mjs";
 import { FLAG_SCOPE, signatureOf } from "./messages.mjs";
@@ -86,7 +86,7 @@ async function evaluate(/** @type {TableRelayModule} */ module, roll, options, o
   const fallback = module.env.CONFIG.Dice.fulfillment.defaultMethod;
   const methodOf = (/** @type {any} */ t) => config[t.denomination] || fallback;
   const terms = (roll.dice ?? []).filter((/** @type {any} */ t) => methodOf(t) === METHOD);
-  const mode = roll.options?.rollMode ?? module.game.settings.get("core", "rollMode");
+  const mode = roll.options?.messageMode ?? roll.options?.rollMode ?? chosenMode(module.game);
   let visibility = visibilityOf(mode);
   // Foundry evaluates a blind roll in the roller's own browser, so the roller's client must see its faces.
   if (visibility === "blind") visibility = "gm";

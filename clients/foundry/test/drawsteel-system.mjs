@@ -1,11 +1,18 @@
-// A harness of the Draw Steel system's power roll entry point, written from the system's source
-// (MetaMorphic-Digital/draw-steel, src/module/rolls/power.mjs and src/module/apps/power-roll-dialog.mjs;
-// docs/foundry.md names the commits read): `PowerRoll.prompt` opens a PowerRollDialog, which Foundry renders
-// (the `renderPowerRollDialog` hook) and which, submitted, keeps one `{edges, banes, target}` per target
-// (each target's own plus the roll's, capped at 2) in `finalContext` and resolves the prompt when it closes;
-// then one base roll is evaluated and each target gets a roll sharing its 2d10, with its own edge or bane
-// (±2 for one net, a tier up or down for two), evaluated and posted (Roll#toMessage). Version 1.0 makes the
-// base roll with `{baseRoll: true}` and returns it first; 0.10/0.11 make it with no options.
+// A harness of the Draw Steel system's power roll entry points, written from the system's source
+// (MetaMorphic-Digital/draw-steel; docs/foundry.md names the commits read), in three forms:
+// - "0.10" (0.10/0.11, Foundry v13) and "1.0" (Foundry v14): a roll dialog (an ApplicationV2, so Foundry calls
+//   `render<ClassName>`) opened by `DSApplication.create`, which resolves with `dialog.config` when the dialog
+//   closes (its "close" listener added before it renders). `PowerRollDialog` (a test, `rollCharacteristic`) and
+//   `AbilityConfigurationDialog` (an ability, `use`) keep `{rolls, damage, skill}` and the roll mode: `rollMode`
+//   (0.10, v13's roll modes) or `messageMode` (1.0, v14's message modes). A test evaluates one PowerRoll with
+//   the context's options and a flavor and posts it; an ability evaluates a base PowerRoll of the formula alone,
+//   then one roll per target sharing its 2d10 (`{allowInteractive: false}`), and posts ONE message whose rolls
+//   are the base roll (the system's message keeps the targets' rolls in its parts by tier, which the harness's
+//   ChatMessage, holding the fields the module reads, leaves out).
+// - "prompt" (before 0.10): `PowerRoll.prompt` with the dialog's `finalContext`; a base roll, then one message
+//   per target's roll.
+// A PowerRoll adds its own edge or bane (±2 for one net) and its bonuses to its formula; its tier is
+// `PowerRoll#product`. It is not the system: it passes the module the data the system passes, in its order.
 
 import { actAs } from "./harness-classes.mjs";
 
@@ -14,18 +21,37 @@ function numberTerm(n) {
   return { number: n, toJSON: () => ({ class: "NumericTerm", options: {}, evaluated: true, number: n }) };
 }
 
+/** v14's message modes by the harness client's v13 roll mode. */
+const MESSAGE_MODES = { publicroll: "public", gmroll: "gm", blindroll: "blind", selfroll: "self" };
+
 /**
- * The Draw Steel system in one harness client. `version` is 0 (0.10/0.11) or 1 (1.0); `wrongTier` makes a
+ * The Draw Steel system in one harness client. `form` is "prompt", "0.10" or "1.0"; `wrongTier` makes a
  * system whose tier is not the rules' (the harness of a modified client).
  */
-export function drawSteelSystem(client, { version = 1, wrongTier = false } = {}) {
+export function drawSteelSystem(client, { form = "1.0", wrongTier = false } = {}) {
+  const v14 = form === "1.0";
+  /** The roll mode the dialog starts from (the user's), as this form names it. */
+  const mode = () => (v14 ? MESSAGE_MODES[client.rollMode] : client.rollMode);
+  /** ChatMessage.applyMode / applyRollMode: whisper and blind for a mode of either naming. */
+  const applyMode = (m) => {
+    const gms = client.world.users.filter((u) => u.isGM).map((u) => u.id);
+    if (m === "gmroll" || m === "gm") return { whisper: [...new Set([...gms, client.userId])] };
+    if (m === "selfroll" || m === "self") return { whisper: [client.userId] };
+    if (m === "blindroll" || m === "blind") return { whisper: gms, blind: true };
+    return {};
+  };
+
   class PowerRoll extends client.Roll {
     constructor(formula = "2d10", data = {}, options = {}) {
       super(formula, data, options);
-      this.options.edges = Math.max(0, Math.min(2, this.options.edges ?? 0));
-      this.options.banes = Math.max(0, Math.min(2, this.options.banes ?? 0));
-      this.options.criticalThreshold ??= 19;
-      if (Math.abs(this.netBoon) === 1) this.terms.push(numberTerm(this.netBoon > 0 ? 2 : -2));
+      this.options = { type: "test", criticalThreshold: 19, banes: 0, edges: 0, bonuses: 0, ...this.options };
+      this.options.edges = Math.max(0, Math.min(2, this.options.edges));
+      this.options.banes = Math.max(0, Math.min(2, this.options.banes));
+      if (!this.options.appliedModifier) {
+        if (Math.abs(this.netBoon) === 1) this.terms.push(numberTerm(this.netBoon > 0 ? 2 : -2));
+        if (form !== "prompt" && this.options.bonuses) this.terms.push(numberTerm(this.options.bonuses));
+        this.options.appliedModifier = true;
+      }
     }
     get netBoon() {
       return this.options.edges - this.options.banes;
@@ -42,14 +68,59 @@ export function drawSteelSystem(client, { version = 1, wrongTier = false } = {})
     }
     async toMessage(data = {}) {
       if (!this._evaluated) await this.evaluate();
-      // Roll#toMessage applies the user's roll mode (ChatMessage.applyRollMode).
-      const gms = client.world.users.filter((u) => u.isGM).map((u) => u.id);
-      const mode = client.rollMode;
-      const audience = mode === "gmroll" ? { whisper: [...new Set([...gms, client.userId])] } : mode === "selfroll" ? { whisper: [client.userId] } : mode === "blindroll" ? { whisper: gms, blind: true } : {};
-      return client.ChatMessage.create({ ...data, rolls: [this], ...audience });
+      return client.ChatMessage.create({ ...data, rolls: [this], ...applyMode(client.rollMode) });
     }
   }
-  class PowerRollDialog extends EventTarget {
+
+  /** DSApplication: `create` resolves with `config` when the dialog closes. */
+  class DSApplication extends EventTarget {
+    constructor(options) {
+      super();
+      this.options = options;
+      this._config = null;
+    }
+    get config() {
+      return this._config;
+    }
+    render() {
+      client.Hooks.callAll(`render${this.constructor.name}`, this, {}, this.options.context, {});
+    }
+    /** The user's submit: `_processFormData`, then the dialog closes. */
+    submit() {
+      this._config = this._processFormData();
+      this.dispatchEvent(new Event("close"));
+    }
+    static create(options) {
+      return new Promise((resolve) => {
+        const app = new this(options);
+        app.addEventListener("close", () => resolve(app.config), { once: true });
+        app.render();
+        app.submit();
+      });
+    }
+  }
+  class PowerRollDialog extends DSApplication {
+    _processFormData() {
+      const { modifiers, targets } = this.options.context;
+      const config = { rolls: [], damage: null, skill: null, [v14 ? "messageMode" : "rollMode"]: mode() };
+      if (!targets?.length) config.rolls.push({ ...modifiers });
+      else {
+        for (const t of targets) {
+          config.rolls.push({
+            edges: Math.min(2, t.modifiers.edges + modifiers.edges),
+            banes: Math.min(2, t.modifiers.banes + modifiers.banes),
+            bonuses: (t.modifiers.bonuses ?? 0) + (modifiers.bonuses ?? 0),
+            target: t.uuid,
+          });
+        }
+      }
+      return config;
+    }
+  }
+  class AbilityConfigurationDialog extends PowerRollDialog {}
+
+  /** The prompt form's dialog: `finalContext` the list itself. */
+  class PromptDialog extends EventTarget {
     constructor(options) {
       super();
       this.options = options;
@@ -58,17 +129,11 @@ export function drawSteelSystem(client, { version = 1, wrongTier = false } = {})
     render() {
       client.Hooks.callAll("renderPowerRollDialog", this, {}, this.options.context, {});
     }
-    /** The user's submit: the combined modifiers per target (or the modifiers alone), then the dialog closes. */
     submit() {
       const { modifiers, targets } = this.options.context;
-      if (!targets?.length) this.finalContext = [{ ...modifiers }];
-      else {
-        this.finalContext = targets.map((t) => ({
-          edges: Math.min(2, t.modifiers.edges + modifiers.edges),
-          banes: Math.min(2, t.modifiers.banes + modifiers.banes),
-          target: t.actor,
-        }));
-      }
+      this.finalContext = !targets?.length
+        ? [{ ...modifiers }]
+        : targets.map((t) => ({ edges: Math.min(2, t.modifiers.edges + modifiers.edges), banes: Math.min(2, t.modifiers.banes + modifiers.banes), target: t.uuid }));
       this.dispatchEvent(new Event("close"));
     }
     static prompt(options) {
@@ -80,25 +145,64 @@ export function drawSteelSystem(client, { version = 1, wrongTier = false } = {})
       });
     }
   }
+
+  const begin = () => {
+    actAs(client);
+    client.world.actingUser = client.userId;
+  };
+  const withDefaults = (modifiers) => ({ edges: 0, banes: 0, bonuses: 0, ...modifiers });
+
   return {
     PowerRoll,
-    /** PowerRoll.prompt with `evaluation: "message"`: the characteristic in the formula, per-target modifiers. */
-    async prompt({ formula = "2d10", data = {}, modifiers = {}, targets, type = "ability", speaker = { alias: "Hero" } }) {
-      actAs(client);
-      client.world.actingUser = client.userId;
-      modifiers.edges ??= 0;
-      modifiers.banes ??= 0;
-      const contexts = await PowerRollDialog.prompt({ context: { modifiers, targets } });
-      if (!contexts) return null;
-      const baseRoll = new PowerRoll(formula, data, version >= 1 ? { baseRoll: true, type } : { type });
-      await baseRoll.evaluate();
-      const out = version >= 1 ? [baseRoll] : [];
-      for (const context of contexts) {
-        const roll = new PowerRoll(formula, data, { flavor: "Power Roll", type, ...context });
-        roll.terms[0] = baseRoll.terms[0];
-        out.push(await roll.toMessage({ speaker }));
+    /**
+     * A hero's test (0.10/1.0: `rollCharacteristic`): the characteristic in the formula, the test's modifiers;
+     * one roll, one message.
+     */
+    async test({ formula = "2d10 + 2", modifiers = {}, speaker = { alias: "Hero" } }) {
+      begin();
+      const fd = await PowerRollDialog.create({ context: { modifiers: withDefaults(modifiers), formula } });
+      if (!fd) return null;
+      const [rollOptions] = fd.rolls;
+      const roll = new PowerRoll(formula, {}, { ...rollOptions, flavor: "Might Test", skill: fd.skill });
+      await roll.evaluate();
+      const message = await client.ChatMessage.create({ speaker, rolls: [roll], ...applyMode(fd[v14 ? "messageMode" : "rollMode"]) });
+      return { roll, message };
+    },
+    /**
+     * An ability's power roll against its targets (0.10/1.0: `use`; the prompt form: `PowerRoll.prompt`).
+     * Resolves with the base roll, every target's roll, and the messages posted.
+     */
+    async ability({ formula = "2d10 + 2", modifiers = {}, targets, speaker = { alias: "Hero" } }) {
+      begin();
+      const context = { modifiers: withDefaults(modifiers), targets, formula };
+      if (form === "prompt") {
+        const contexts = await PromptDialog.prompt({ context });
+        if (!contexts) return null;
+        const baseRoll = new PowerRoll(formula, {}, { type: "ability" });
+        await baseRoll.evaluate();
+        const rolls = [];
+        const messages = [];
+        for (const c of contexts) {
+          const roll = new PowerRoll(formula, {}, { flavor: "Power Roll", type: "ability", ...c });
+          roll.terms[0] = baseRoll.terms[0];
+          messages.push(await roll.toMessage({ speaker }));
+          rolls.push(roll);
+        }
+        return { baseRoll, rolls, messages };
       }
-      return { baseRoll, messages: out.filter((m) => m !== baseRoll) };
+      const fd = await AbilityConfigurationDialog.create({ context });
+      if (!fd) return null;
+      const baseRoll = new PowerRoll(formula);
+      await baseRoll.evaluate();
+      const rolls = [];
+      for (const c of fd.rolls) {
+        const roll = new PowerRoll(formula, {}, { flavor: "Ability", ...c });
+        roll.terms[0] = baseRoll.terms[0];
+        await roll.evaluate({ allowInteractive: false });
+        rolls.push(roll);
+      }
+      const message = await client.ChatMessage.create({ speaker, content: "Ability", rolls: [baseRoll], ...applyMode(fd[v14 ? "messageMode" : "rollMode"]) });
+      return { baseRoll, rolls, messages: [message] };
     },
   };
 }

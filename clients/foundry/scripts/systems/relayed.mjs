@@ -6,7 +6,7 @@
 // posted again by this client (posting.mjs waits for claims in flight); players outside a hidden roll's
 // audience get its sealed card as for any relay roll.
 
-import { visibilityOf } from "../audience.mjs";
+import { chosenMode, visibilityOf } from "../audience.mjs";
 import { connectedClient } from "../connection.mjs";
 import { FACES_TIMEOUT_MS } from "../dice.mjs";
 import { eventFlags } from "../messages.mjs";
@@ -29,9 +29,12 @@ export function relayResolves(/** @type {TableRelayModule} */ module, /** @type 
   return module.rollsThroughRelay() && module.connected && module.setting(setting) !== false;
 }
 
-/** The relay's visibility for a Foundry roll mode: a blind roll is `gm` (its roller's own browser evaluates it). */
+/**
+ * The relay's visibility for a Foundry roll mode (v13's `gmroll`…, or v14's message mode `gm`…), else this
+ * user's chosen one: a blind roll is `gm` (its roller's own browser evaluates it).
+ */
 export function visibilityFor(/** @type {TableRelayModule} */ module, /** @type {unknown} */ mode) {
-  const visibility = visibilityOf(typeof mode === "string" && mode ? mode : module.game.settings.get("core", "rollMode"));
+  const visibility = visibilityOf(typeof mode === "string" && mode ? mode : chosenMode(module.game));
   return visibility === "blind" ? "gm" : visibility;
 }
 
