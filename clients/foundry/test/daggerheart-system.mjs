@@ -1,9 +1,18 @@
 // A harness of the Daggerheart system's roll entry points, written from the system's source (Foundryborne/
 // daggerheart; docs/foundry.md names the commits read): DHRoll.build's sequence of hooks and steps for a
 // DualityRoll (module/dice/dhRoll.mjs), the roll's dice and modifiers (d20Roll.mjs, dualityRoll.mjs), the
-// outcome it computes from its own dice (postEvaluate), its Hope/Fear/Stress bookkeeping
-// (addDualityResourceUpdates, skipped under `config.skips.resources`), and its chat message with the roll
-// mode applied. It is not the system: it passes the module the data the system passes, in the same order.
+// outcome it computes from its own dice (postEvaluate), its Hope/Fear/Stress bookkeeping, and its chat message
+// with the roll mode applied. It is not the system: it passes the module the data the system passes, in the
+// same order. Three forms:
+// - "1.x" (Foundry v13): `config.selectedRollMode` (v13's roll modes); the bookkeeping is
+//   `DualityRoll.addDualityResourceUpdates`, which returns early under `config.skips.resources`;
+// - "2.x" (Foundry v14): `config.selectedMessageMode` (v14's message modes, `ChatMessage.create(…, {messageMode})`),
+//   `config.roll` rebuilt from the roll's options after it evaluates, the same skippable bookkeeping;
+// - "early" (a 1.x form before addDualityResourceUpdates): `registerRollDiceHooks` adds a
+//   `daggerheart.postRollDuality` handler (registered at the system's init, before any module's) that gives the
+//   source actor Hope (and the GM Fear) through `modifyResource` whenever Hope/Fear automation is on, with no
+//   look at `skips`.
+// Hope/Fear automation (off by default in the system) is on here: the worst case for counting twice.
 
 import assert from "node:assert/strict";
 import { actAs } from "./harness-classes.mjs";
@@ -27,21 +36,36 @@ export class HarnessActor {
 
 const capitalize = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 
-/** A user's Foundry roll mode as the system's message takes it (ChatMessage.applyRollMode). */
+/** v14's message modes by v13's roll modes. */
+const MESSAGE_MODES = { publicroll: "public", gmroll: "gm", blindroll: "blind", selfroll: "self" };
+
+/** A roll or message mode as the system's message takes it (ChatMessage.applyRollMode / applyMode). */
 function rollModeData(client, mode) {
   const gms = client.world.users.filter((u) => u.isGM).map((u) => u.id);
-  if (mode === "gmroll") return { whisper: [...new Set([...gms, client.userId])] };
-  if (mode === "blindroll") return { whisper: gms, blind: true };
-  if (mode === "selfroll") return { whisper: [client.userId] };
+  if (mode === "gmroll" || mode === "gm") return { whisper: [...new Set([...gms, client.userId])] };
+  if (mode === "blindroll" || mode === "blind") return { whisper: gms, blind: true };
+  if (mode === "selfroll" || mode === "self") return { whisper: [client.userId] };
   return {};
+}
+
+/** The Fear setting of the world, written by the first GM's client (a player's change goes there by socket). */
+async function addFear(client, n) {
+  const gm = [...client.world.clients].find((c) => c.game.user.isGM);
+  const now = gm.game.settings.get("daggerheart", "ResourcesFear");
+  await gm.game.settings.set("daggerheart", "ResourcesFear", now + n);
 }
 
 /**
  * The Daggerheart system in one harness client: its Fear setting registered (as the system registers it), and
  * its duality roll.
  */
-export function daggerheartSystem(client) {
+export function daggerheartSystem(client, { form = "1.x" } = {}) {
   client.game.settings.register("daggerheart", "ResourcesFear", { scope: "world", config: false, type: Number, default: 0 });
+  /** The roll's mode in this form's configuration, from the user's roll mode. */
+  const modeConfig = (rollMode) => (form === "2.x" ? { selectedMessageMode: MESSAGE_MODES[rollMode] } : { selectedRollMode: rollMode });
+  const modeOf = (config) => config.selectedMessageMode ?? config.selectedRollMode;
+  /** fromUuid for the actors this harness has rolled for. */
+  const actors = new Map();
   /** DualityRoll: Hope d12, Fear d12, an advantage d6 when advantaged, then the modifiers. */
   class DualityRoll extends client.Roll {
     static messageType = "dualityRoll";
@@ -65,6 +89,26 @@ export function daggerheartSystem(client) {
       return this.d20.total >= (this.options.actionType === "reaction" ? 20 : (this.data.criticalThreshold ?? 20));
     }
   }
+  /** addDualityResourceUpdates (1.x, 2.x): the roller's Hope and the GM's Fear, unless skipped. */
+  async function addDualityResourceUpdates(config) {
+    if (!config.source?.actor || config.actionType === "reaction" || config.skips?.resources) return;
+    const actor = actors.get(config.source.actor);
+    if (config.roll.isCritical || config.roll.result.duality === 1) actor.system.resources.hope.value += 1;
+    if (config.roll.result.duality === -1) await addFear(client, 1);
+  }
+  if (form === "early") {
+    // registerRollDiceHooks: at the system's init, so before the module's handlers.
+    client.Hooks.on("daggerheart.postRollDuality", async (config) => {
+      if (!config.source?.actor || config.roll.type === "reaction") return;
+      const actor = actors.get(config.source.actor);
+      if (!actor) return;
+      if (config.roll.isCritical || config.roll.result.duality === 1) actor.system.resources.hope.value += 1;
+      if (config.roll.result.duality === -1) await addFear(client, 1);
+    });
+  } else {
+    DualityRoll.addDualityResourceUpdates = addDualityResourceUpdates;
+  }
+  client.CONFIG.Dice.daggerheart = { DualityRoll, D20Roll };
   return {
     DualityRoll,
     D20Roll,
@@ -82,7 +126,7 @@ export function daggerheartSystem(client) {
         experiences,
         roll: { advantage: { type: advantage }, difficulty: null, baseModifiers: [{ label: "Attack", value: modifier }] },
         targets: targets.map((t) => ({ ...t })),
-        selectedRollMode: rollMode,
+        ...modeConfig(rollMode),
         title: `${adversary.name}: Attack`,
       };
       config.hooks = [""];
@@ -99,7 +143,7 @@ export function daggerheartSystem(client) {
       for (const target of config.targets) target.hit = roll.isCritical || roll.total >= (config.roll.difficulty ?? target.difficulty ?? target.evasion);
       config.roll = { ...config.roll, total: roll.total, success: config.targets.some((t) => t.hit) };
       for (const hook of config.hooks) if (client.Hooks.call(`daggerheart.postRoll${capitalize(hook)}`, config, message) === false) return null;
-      const created = await client.ChatMessage.create({ speaker: { alias: adversary.name }, rolls: [roll], ...rollModeData(client, rollMode) });
+      const created = await client.ChatMessage.create({ speaker: { alias: adversary.name }, rolls: [roll], ...rollModeData(client, modeOf(config)) });
       return { config, message: created, roll };
     },
     /**
@@ -116,9 +160,10 @@ export function daggerheartSystem(client) {
         experiences,
         actionType: reaction ? "reaction" : "action",
         roll: { trait: "agility", advantage: { type: advantage }, difficulty, baseModifiers: [] },
-        selectedRollMode: rollMode,
+        ...modeConfig(rollMode),
         title: `${actor.name}: Agility`,
       };
+      actors.set(actor.uuid, actor);
       config.hooks = ["Duality", ""];
       for (const hook of config.hooks) if (client.Hooks.call(`daggerheart.preRoll${capitalize(hook)}`, config, message) === false) return null;
       // configureModifiers: the trait first, then each Experience the actor has.
@@ -131,6 +176,8 @@ export function daggerheartSystem(client) {
         if (client.Hooks.call(`daggerheart.post${capitalize(hook)}RollConfiguration`, roll, config, message) === false) return [];
       }
       await roll.evaluate();
+      // 2.x's buildEvaluate: the configuration's roll rebuilt from the roll's own options.
+      if (form === "2.x") config.roll = structuredClone({ ...config.roll, ...roll.options.roll });
       // postEvaluate: the outcome the system reads from its own dice.
       const hope = roll.dHope.total;
       const fear = roll.dFear.total;
@@ -144,16 +191,10 @@ export function daggerheartSystem(client) {
       };
       if (difficulty !== null) config.roll.success = config.roll.isCritical || roll.total >= difficulty;
       for (const hook of config.hooks) if (client.Hooks.call(`daggerheart.postRoll${capitalize(hook)}`, config, message) === false) return null;
-      // addDualityResourceUpdates: the system's own Hope, Stress and Fear, unless skipped.
-      if (!config.skips?.resources && config.actionType !== "reaction") {
-        if (config.roll.isCritical || config.roll.result.duality === 1) actor.system.resources.hope.value += 1;
-        if (config.roll.result.duality === -1) {
-          const gm = [...client.world.clients].find((c) => c.game.user.isGM);
-          const now = gm.game.settings.get("daggerheart", "ResourcesFear");
-          await gm.game.settings.set("daggerheart", "ResourcesFear", now + 1);
-        }
-      }
-      const created = await client.ChatMessage.create({ speaker: { alias: actor.name }, rolls: [roll], ...rollModeData(client, rollMode) });
+      assert.equal(config.source.actor, actor.uuid, "the message is made from the configuration with its source actor");
+      const created = await client.ChatMessage.create({ speaker: { alias: actor.name }, rolls: [roll], ...rollModeData(client, modeOf(config)) });
+      // dualityUpdate, after the message: the system's own Hope, Stress and Fear, unless skipped.
+      if (form !== "early") await addDualityResourceUpdates(config);
       return { config, message: created, roll };
     },
   };

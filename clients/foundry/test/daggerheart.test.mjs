@@ -1,6 +1,7 @@
 // The Daggerheart system's own duality and adversary attack rolls resolved by a REAL relay process (run by
 // tests/test_foundry_module.py), through the module in the harness of Foundry's globals and a harness of the
-// system's roll entry points (daggerheart-system.mjs).
+// system's roll entry points (daggerheart-system.mjs): 1.x on Foundry v13 and 2.x on Foundry v14, each test
+// for both; and the earlier 1.x form, whose own Hope and Fear ignore `skips`.
 
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
@@ -33,13 +34,13 @@ function world() {
   return { world: w, actor };
 }
 
-/** A started module on a harness client with the Daggerheart system, connected with `token`. */
-async function foundry(world, userId, token) {
-  const client = world.client(userId);
+/** A started module on a harness client with the Daggerheart system in `form`, connected with `token`. */
+async function foundry(world, userId, token, form) {
+  const client = world.client(userId, { generation: form === "2.x" ? 14 : 13 });
   const module = new TableRelayModule(client);
   modules.push(module);
   client.module = module;
-  client.system = daggerheartSystem(client); // the system registers its settings before the module's init runs
+  client.system = daggerheartSystem(client, { form }); // the system registers its settings and hooks before the module's init runs
   module.init();
   await client.game.i18n.initialize();
   if (client.game.user.isGM) await client.game.settings.set("tablerelay", "relayUrl", server.url);
@@ -50,12 +51,12 @@ async function foundry(world, userId, token) {
   return client;
 }
 
-async function table() {
+async function table(form) {
   const room = createRoom();
   const { world: w, actor } = world();
-  const gm = await foundry(w, GM, room.gm);
-  const aria = await foundry(w, ARIA, room.player);
-  const brom = await foundry(w, BROM, room.player);
+  const gm = await foundry(w, GM, room.gm, form);
+  const aria = await foundry(w, ARIA, room.player, form);
+  const brom = await foundry(w, BROM, room.player, form);
   const events = [];
   gm.Hooks.on("tablerelay.event", (event) => events.push(event));
   return { room, world: w, actor, gm, aria, brom, events, ariaId: aria.module.client.you.id };
@@ -64,9 +65,9 @@ async function table() {
 const messagesOf = (world, seq) => world.messages.filter((m) => m.flags.tablerelay?.seq === seq);
 const fearSetting = (client) => client.game.settings.get("daggerheart", "ResourcesFear");
 
-describe("Daggerheart's own rolls resolved by the relay", () => {
+for (const form of ["1.x", "2.x"]) describe(`Daggerheart ${form} (Foundry ${form === "2.x" ? "v14" : "v13"}): the system's own rolls resolved by the relay`, () => {
   test("a sheet roll with an Experience spends Hope in the relay, shows the relay's faces and outcome, and the sheet follows", async () => {
-    const t = await table();
+    const t = await table(form);
     await t.gm.module.api.resource("hope", "set", 2, { participant: t.ariaId });
     await until(() => t.actor.system.resources.hope.value === 2, 4000, "the relay's Hope on Aria's sheet");
     const { config, message, roll } = await t.aria.system.duality({ actor: t.actor, trait: 2, experiences: ["exp1"], advantage: 1, difficulty: 14 });
@@ -99,7 +100,7 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
   });
 
   test("with Fear the relay's Fear rises once and the setting follows, two quick rolls in a row included", async () => {
-    const t = await table();
+    const t = await table(form);
     let fears = 0;
     let hopes = 0;
     for (let round = 0; round < 12 && fears < 2; round++) {
@@ -121,7 +122,7 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
   });
 
   test("the relay refuses an Experience without Hope: the system's roll is not made", async () => {
-    const t = await table();
+    const t = await table(form);
     const before = t.world.messages.length;
     await assert.rejects(t.aria.system.duality({ actor: t.actor, trait: 1, experiences: ["exp1"] }), /Hope/);
     assert.equal(t.world.messages.length, before, "no message");
@@ -130,7 +131,7 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
   });
 
   test("a GM roll reaches the other player's socket sealed only (every byte read), and the card is theirs", async () => {
-    const t = await table();
+    const t = await table(form);
     const bytes = [];
     t.brom.module.client._ws.on("message", (data) => bytes.push(Buffer.from(data)));
     const marker = `Secret${Date.now()}`;
@@ -149,7 +150,7 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
   });
 
   test("turned off for the world, or a roll the rules core does not cover: the system resolves it with the relay's faces", async () => {
-    const t = await table();
+    const t = await table(form);
     const covered = await t.aria.system.duality({ actor: t.actor, trait: 1, experiences: ["exp1", "exp2"] });
     assert.equal(covered.config.skips, undefined, "two Experiences: the system's own roll");
     assert.ok(Array.isArray(covered.message.flags.tablerelay.seqs), "its faces came from the relay");
@@ -164,7 +165,7 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
   });
 
   test("an adversary's attack against three targets gives the relay's hit or miss for each", async () => {
-    const t = await table();
+    const t = await table(form);
     const ogre = new HarnessActor({ id: "ogre0000000000001", name: "Ogre", experiences: { brute: { name: "Brute", value: 2 } } });
     const targets = [
       { id: "t1", name: "Aria", evasion: 8 },
@@ -183,7 +184,7 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
   });
 
   test("a GM's Fear spent on an adversary's Experience goes through the relay: refused, the roll is not made", async () => {
-    const t = await table();
+    const t = await table(form);
     const ogre = new HarnessActor({ id: "ogre0000000000001", name: "Ogre", experiences: { brute: { name: "Brute", value: 2 } } });
     const targets = [{ id: "t1", name: "Aria", evasion: 12 }];
     const before = t.world.messages.length;
@@ -197,5 +198,28 @@ describe("Daggerheart's own rolls resolved by the relay", () => {
     await until(() => t.events.some((e) => e.seq === seq), 4000, "the roll's event");
     assert.deepEqual(t.events.find((e) => e.seq === seq).intent, { system: "daggerheart.attack", modifier: 1, experience: 2, spend_fear: true, targets: [{ name: "Aria", evasion: 12 }] });
     await until(() => Number(t.gm.module.client.state.fear) === 0 && fearSetting(t.gm) === 0, 4000, "the Fear spent once, in the relay and the setting");
+  });
+});
+
+describe("Daggerheart's earlier 1.x form: its own postRollDuality handler ignores skips.resources", () => {
+  test("the relay's Hope and Fear are counted once: the system's handler sees no source actor, the message keeps it", async () => {
+    const t = await table("early");
+    assert.equal(typeof t.gm.CONFIG.Dice.daggerheart.DualityRoll.addDualityResourceUpdates, "undefined", "the form without addDualityResourceUpdates");
+    let fears = 0;
+    let hopes = 0;
+    for (let round = 0; round < 12 && (fears < 1 || hopes < 1); round++) {
+      const { config } = await t.aria.system.duality({ actor: t.actor, trait: 1 });
+      assert.equal(config.skips.resources, true);
+      assert.equal(config.source.actor, t.actor.uuid, "the source actor is back in the configuration");
+      if (config.roll.result.duality === -1) fears += 1;
+      else hopes += 1;
+      await until(() => Number(t.gm.module.client.state.fear) === fears && fearSetting(t.gm) === fears, 4000, "the relay's Fear: once per roll with Fear, and the setting");
+      await until(() => Number(t.gm.module.client.state.hope[t.ariaId] ?? 0) === Math.min(hopes, 6), 4000, "the relay's Hope: once per roll with Hope");
+      await t.gm.module.settled();
+      await t.aria.module.settled();
+      assert.equal(t.actor.system.resources.hope.value, Math.min(hopes, 6), "the sheet's Hope is the relay's, not one more");
+    }
+    assert.ok(fears >= 1 && hopes >= 1, "rolls with Hope and with Fear");
+    assert.equal(Number(t.gm.module.client.state.fear), fears, "no Fear gained twice through the system's tracker");
   });
 });

@@ -1,12 +1,15 @@
 // The Daggerheart system's duality rolls resolved by the relay (docs/foundry.md, "Daggerheart").
 //
 // Read from the system's source (Foundryborne/daggerheart, module/dice/dhRoll.mjs, d20Roll.mjs and
-// dualityRoll.mjs): `DualityRoll.build(config)` calls the hooks `daggerheart.preRollDuality(config, message)`,
-// then, once its dialog has the final choices and the roll is built,
-// `daggerheart.postDualityRollConfiguration(roll, config, message)` (synchronous: returning false stops the
-// roll), evaluates the roll (dice[0] the Hope d12, dice[1] the Fear d12, dice[2] the advantage d6 when there is
-// advantage or disadvantage), and then `daggerheart.postRollDuality(config, message)`. Its Hope, Fear and
-// Stress bookkeeping (addDualityResourceUpdates) is skipped when `config.skips.resources` is set.
+// dualityRoll.mjs; docs/foundry.md names the commits): `DualityRoll.build(config)` calls the hooks
+// `daggerheart.preRollDuality(config, message)`, then, once its dialog has the final choices and the roll is
+// built, `daggerheart.postDualityRollConfiguration(roll, config, message)` (synchronous: returning false stops
+// the roll), evaluates the roll (dice[0] the Hope d12, dice[1] the Fear d12, dice[2] the advantage d6 when there
+// is advantage or disadvantage), and then `daggerheart.postRollDuality(config, message)`. The same in 1.x
+// (Foundry v13) and 2.x (v14), except the roll's mode: `config.selectedRollMode` (v13's roll modes) in 1.x,
+// `config.selectedMessageMode` (v14's message modes) in 2.x. Its Hope, Fear and Stress bookkeeping
+// (`DualityRoll.addDualityResourceUpdates`) is skipped when `config.skips.resources` is set; an earlier 1.x form
+// did it in a `postRollDuality` handler that ignores `skips` (see `skipsHonoured`).
 //
 // At postDualityRollConfiguration the module sends a `daggerheart.duality` intent from that configuration and
 // sets `config.skips.resources`; the roll's dice take the relay's faces (relayed.mjs), and the relay's
@@ -28,6 +31,10 @@ export function installDaggerheart(/** @type {TableRelayModule} */ module) {
   Hooks.on("daggerheart.postDualityRollConfiguration", (/** @type {any} */ roll, /** @type {any} */ config) => {
     dualityConfigured(module, roll, config);
   });
+  // Registered after the system's own handlers (a system's init runs before a module's), so it runs after them.
+  Hooks.on("daggerheart.postRollDuality", (/** @type {any} */ config) => {
+    restoreSource(config);
+  });
   // An adversary's attack (D20Roll, message type adversaryRoll) has no hook name of its own: the hooks of
   // every DHRoll ("" among them) fire for it, and for a duality roll too, which is claimed already by then.
   Hooks.on("daggerheart.postRollConfiguration", (/** @type {any} */ roll, /** @type {any} */ config) => {
@@ -41,6 +48,49 @@ export function installDaggerheart(/** @type {TableRelayModule} */ module) {
 
 /** The adversary attacks the relay resolves, by their configuration: the roll, and its event once evaluated. */
 const attacks = new WeakMap();
+
+/**
+ * The roll's mode as the system chose it: `selectedMessageMode` (2.x, Foundry v14's message modes, which
+ * `ChatMessage.create(…, {messageMode})` takes) or `selectedRollMode` (1.x, v13's roll modes).
+ */
+function modeOf(/** @type {any} */ roll, /** @type {any} */ config) {
+  return config.selectedMessageMode ?? config.selectedRollMode ?? roll.options?.messageMode ?? roll.options?.rollMode;
+}
+
+/**
+ * Does the system's duality roll honour `config.skips.resources`? Its `DualityRoll.addDualityResourceUpdates`
+ * (1.x and 2.x read, module/dice/dualityRoll.mjs) returns early under it. The earlier form had no such method:
+ * its `registerRollDiceHooks` (module/dice/dhRoll.mjs) adds a `daggerheart.postRollDuality` handler that gives
+ * the roller's actor Hope (and Stress, and the GM Fear) through `modifyResource` whenever the world's Hope and
+ * Fear automation is on for the roller, looking at no `skips`: beside the relay's, that Hope and Fear would be
+ * counted twice.
+ */
+function skipsHonoured(/** @type {TableRelayModule} */ module) {
+  /** @type {any} the system's roll classes (CONFIG.Dice.daggerheart), which fvtt-types does not declare */
+  const dice = module.env.CONFIG.Dice;
+  return typeof dice?.daggerheart?.DualityRoll?.addDualityResourceUpdates === "function";
+}
+
+/** Duality rolls whose `config.source.actor` is kept from the earlier form's handler, by their configuration. */
+const hiddenSources = new WeakMap();
+
+/**
+ * The earlier form's `postRollDuality` handler returns at once when the configuration names no source actor,
+ * before it changes any resource: the module takes the actor out of the configuration for the system's
+ * handlers and puts it back in its own, which runs after them and before the message is made.
+ */
+function hideSource(/** @type {any} */ config) {
+  const actor = config.source?.actor;
+  if (!actor) return;
+  hiddenSources.set(config, actor);
+  delete config.source.actor;
+}
+
+function restoreSource(/** @type {any} */ config) {
+  if (!config || !hiddenSources.has(config)) return;
+  config.source.actor = hiddenSources.get(config);
+  hiddenSources.delete(config);
+}
 
 /** The one Experience a roll uses and its value, 0 for none, or null for more than one (or an odd value). */
 function experienceOf(/** @type {any} */ config) {
@@ -95,7 +145,7 @@ function attackConfigured(/** @type {TableRelayModule} */ module, /** @type {any
   // The GM's Fear for an Experience is the relay's to spend, atomically: the system spends none of its own.
   config.skips = { ...(config.skips ?? {}), resources: true };
   const claim = claimRoll(module, roll, intent, {
-    visibility: visibilityFor(module, config.selectedRollMode ?? roll.options?.rollMode),
+    visibility: visibilityFor(module, modeOf(roll, config)),
     label: typeof config.title === "string" ? config.title : undefined,
     faces: (result) => [[roll.dice[0], result.dice.map((/** @type {{ value: number }} */ d) => d.value)]],
   });
@@ -191,9 +241,10 @@ function dualityConfigured(/** @type {TableRelayModule} */ module, /** @type {an
     return;
   }
   config.skips = { ...(config.skips ?? {}), resources: true };
+  if (!skipsHonoured(module)) hideSource(config);
   const label = typeof config.title === "string" ? config.title : typeof roll.title === "string" ? roll.title : undefined;
   claimRoll(module, roll, intent, {
-    visibility: visibilityFor(module, config.selectedRollMode ?? roll.options?.rollMode),
+    visibility: visibilityFor(module, modeOf(roll, config)),
     label,
     faces: (result) => dualityFaces(roll, result),
   });
