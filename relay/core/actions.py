@@ -53,6 +53,10 @@ class Pending:
     started: float = field(default_factory=time.perf_counter)
     done: list[Callable[[BaseException | None], None]] = field(default_factory=list)
     effects: tuple[Effect, ...] = ()  # for the I/O shell once stored (relay.core.membership)
+    # Secrets an open witnessed roll needs to be completed after a crash (relay.core.fair.kept): stored with
+    # the records (the same SQLite transaction) or before them (the NATS store), never in the log.
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    completes: int | None = None  # the pending event's seq, when this is the roll that completes it
 
     @property
     def last(self) -> int:
@@ -96,4 +100,26 @@ class WaitWitnesses:
     ms: int
 
 
-Action = Send | Append | Broadcast | PrepareSeed | WaitWitnesses | Effect
+@dataclass(frozen=True)
+class KeepWitness:
+    """Store a witness's value for the open roll of pending event ``pending`` (``commit`` tells that
+    pending from any other stored at the same seq), then hand the outcome to ``relay.core.fair.witness_kept``:
+    the witness's ack means its value is stored, so a restart or another node completes the roll with it."""
+
+    pending: int
+    commit: str
+    participant: str
+    value: bytes
+    session: Session
+    request: str
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A figure for the shell's metrics (``relay.shell.observe.metrics.Metrics.measure``)."""
+
+    name: str
+    value: float = 1.0
+
+
+Action = Send | Append | Broadcast | PrepareSeed | WaitWitnesses | KeepWitness | Measure | Effect

@@ -7,18 +7,34 @@ and names the witnesses asked; each asked client answers with random bytes (a ``
 roll is made once all have answered or when the shell's timer says ``witness_wait_ms`` has passed. The
 values the server could not foresee go into the roll's key, so its owner cannot steer the dice.
 
+Nothing of an open roll lives only in memory: its nonce and frame are stored with its pending event
+(``kept``, in ``Pending.kept``), each witness value before its ack (``KeepWitness``), so a restarted node, or
+another node of the cluster, completes it (``recover``, ``complete`` with what was stored) with the values
+that were stored. The roll is made once: the folded log says which pendings are open
+(``RoomState.pendings``), and appends are conditional on the last seq.
+
 What this module needs of the room is the narrow ``Room`` protocol below (``relay.core.room.Room`` is one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import rules
 from relay.core import fairness, protocol
-from relay.core.actions import Action, Append, Pending, PrepareSeed, Send, Session, WaitWitnesses
+from relay.core.actions import (
+    Action,
+    Append,
+    KeepWitness,
+    Measure,
+    Pending,
+    PrepareSeed,
+    Send,
+    Session,
+    WaitWitnesses,
+)
 from relay.core.seeds import RoomSeeds
 from relay.core.state import Member, RoomState
 from relay.settings.config import Limits
@@ -41,8 +57,21 @@ class OpenRoll:
     n: int
     nonce: bytes
     asked: tuple[str, ...]
+    commit: str  # the pending event's
+    opened: int  # the pending event's ts (ms)
     values: dict[str, bytes] = field(default_factory=dict)
     acks: list[tuple[Session, str]] = field(default_factory=list)
+    storing: set[str] = field(default_factory=set)  # witnesses whose values are being stored
+    made: int | None = None  # its roll's seq while that roll's append is in flight
+
+
+#: Completed pendings remembered for telling a late witness value from a stray one.
+RECENT = 64
+#: How long after the wait a node that does not hold an open roll (another node's, or one a failure left
+#: open) completes it from the store: the node that made it should have done so by then.
+TAKEOVER_MS = 1000
+#: How long to wait before trying again to complete a roll whose append failed.
+RETRY_MS = 200
 
 
 class FairState:
@@ -52,6 +81,8 @@ class FairState:
         self.seeds = seeds
         self.open: dict[int, OpenRoll] = {}  # by the pending event's seq
         self.witnesses: dict[str, int] = {}  # participant id -> its witness-capable sockets
+        self.recent: dict[int, tuple[str, ...]] = {}  # completed pendings -> who was asked
+        self.refused: set[int] = set()  # pendings whose roll the room refused (not enough Fear)
 
     def joined(self, session: Session, witness: bool) -> None:
         if witness:
@@ -64,6 +95,11 @@ class FairState:
                 self.witnesses[session.id] = count
             else:
                 self.witnesses.pop(session.id, None)
+
+    def done(self, seq: int, asked: tuple[str, ...]) -> None:
+        self.recent[seq] = asked
+        if len(self.recent) > RECENT:
+            del self.recent[next(iter(self.recent))]
 
 
 class Room(Protocol):
@@ -116,7 +152,7 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         if open_roll.roller.id == session.id and open_roll.frame.id == frame.id:
             open_roll.acks.append((session, frame.id))  # a retry while witnesses answer: the same roll
             return []
-    busy = bool(state.open)  # an open roll holds its seed: no reveal until it is made
+    busy = _holding(room, state)  # an open roll holds its seed: no reveal until it is made
     plan = state.seeds.for_roll(room.pending, room.now(), hold=busy)
     if plan is None:
         return _error(session, "conflict", SEED_NOT_READY, frame.id)
@@ -136,39 +172,189 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         seq, "pending", session.member, roller=session.id, n=n, asked=list(asked), commit=commit
     )
     pending["visibility"] = frame.visibility
-    state.open[seq] = OpenRoll(seq, session, frame, n, nonce, asked, acks=[(session, frame.id)])
+    open_roll = OpenRoll(
+        seq, session, frame, n, nonce, asked, commit, pending["ts"], acks=[(session, frame.id)]
+    )
+    state.open[seq] = open_roll
+    appended = room.append_records([*before, pending])
+    appended.kept.append(kept(room.id, open_roll))
     wait = WaitWitnesses(seq, room.limits.witness_wait_ms)
-    return [Append(room.append_records([*before, pending])), wait, *prepare(room, state)]
+    return [Append(appended), wait, *prepare(room, state)]
 
 
 def witness(room: Room, state: FairState, session: Session, frame: protocol.Witness) -> list[Action]:
-    """A witness's value for an open roll: kept, and the roll made once every witness asked has answered."""
+    """A witness's value for an open roll: stored first (``KeepWitness``; ``witness_kept`` takes it on)."""
     open_roll = state.open.get(frame.pending)
-    if open_roll is None:
-        return _error(session, "not_found", "There is no open roll at that seq to witness.", frame.id)
-    if session.id not in open_roll.asked:
+    if open_roll is not None:
+        if open_roll.made is not None:
+            return _late(session, frame.id)
+        asked, commit = open_roll.asked, open_roll.commit
+        if session.id in open_roll.values or session.id in open_roll.storing:
+            return _error(session, "conflict", "You have already witnessed that roll.", frame.id)
+    else:
+        # Another node's open roll (the cluster store): its value is stored for whoever completes it.
+        known = room.pending.pendings.get(frame.pending)
+        if known is None:
+            if session.id in state.recent.get(frame.pending, ()):
+                return _late(session, frame.id)
+            return _error(session, "not_found", "There is no open roll at that seq to witness.", frame.id)
+        asked, commit = known.asked, known.commit
+    if session.id not in asked:
         return _error(session, "forbidden", "You were not asked to witness that roll.", frame.id)
-    if session.id in open_roll.values:
-        return _error(session, "conflict", "You have already witnessed that roll.", frame.id)
-    open_roll.values[session.id] = frame.value
-    answered: list[Action] = [Send(session, {"t": "ack", "id": frame.id, "seq": open_roll.seq})]
+    if open_roll is not None:
+        open_roll.storing.add(session.id)
+    return [KeepWitness(frame.pending, commit, session.id, frame.value, session, frame.id)]
+
+
+def witness_kept(room: Room, state: FairState, kept_value: KeepWitness, outcome: str) -> list[Action]:
+    """What the store answered for a witness's value: ``stored``, ``twice`` (a value of this witness was
+    stored before, perhaps through another node), ``closed`` or ``missing`` (the roll is being made or made:
+    late), ``failed`` (the store could not be reached). The roll is made once every witness asked is in."""
+    session, rid, seq = kept_value.session, kept_value.request, kept_value.pending
+    open_roll = state.open.get(seq)
+    if open_roll is not None and open_roll.commit != kept_value.commit:
+        open_roll = None
+    if open_roll is not None:
+        open_roll.storing.discard(kept_value.participant)
+    if outcome == "twice":
+        return _error(session, "conflict", "You have already witnessed that roll.", rid)
+    if outcome in ("closed", "missing") or (open_roll is not None and open_roll.made is not None):
+        return _late(session, rid)
+    if outcome != "stored" and open_roll is None:
+        return _error(session, "internal", "Your value could not be stored; send it again.", rid)
+    # ``failed`` with the roll held here: the value counts unless this node stops before the roll is made.
+    answered: list[Action] = [Send(session, {"t": "ack", "id": rid, "seq": seq})]
+    if open_roll is None:
+        return answered  # another node holds the roll and merges the stored values when it makes it
+    open_roll.values[kept_value.participant] = kept_value.value
     if len(open_roll.values) < len(open_roll.asked):
         return answered
-    return answered + complete(room, state, open_roll.seq)
+    return answered + complete(room, state, seq)
 
 
-def complete(room: Room, state: FairState, seq: int) -> list[Action]:
-    """Make the open roll of pending ``seq`` with the values it has (the shell calls this when the wait is
-    over; a roll already made is not made again)."""
-    open_roll = state.open.pop(seq, None)
+def complete(room: Room, state: FairState, seq: int, stored: Mapping[str, Any] | None = None) -> list[Action]:
+    """Make the open roll of pending ``seq`` with the values it has and those ``stored`` (what the store
+    holds for it, closed to later values; for a roll this node does not hold, everything it needs). The
+    shell calls this when the wait is over; a roll already made, or being made, is not made again."""
+    open_roll = state.open.get(seq)
+    known = room.pending.pendings.get(seq)
     if open_roll is None:
+        if stored is None or known is None or known.commit != stored.get("commit"):
+            return []
+        open_roll = state.open[seq] = restore(stored)
+    if open_roll.made is not None or known is None:
         return []
+    if stored is not None:
+        for participant, value in stored.get("values", {}).items():
+            if participant in open_roll.asked:
+                open_roll.values.setdefault(participant, bytes(value))
     secret = state.seeds.secrets.get(open_roll.n)
     if secret is None:  # cannot happen while the open seed is held; refuse rather than roll unfairly
         return [Send(s, protocol.error_frame("internal", SEED_NOT_READY, rid)) for s, rid in open_roll.acks]
     frame, roller = open_roll.frame, open_roll.roller
     fair, result = _result(room, roller, frame, open_roll.n, secret, seq, open_roll.nonce, open_roll.values)
-    return room.make_roll(roller, frame, result, fair, [], open_roll.acks) + prepare(room, state)
+    made = room.make_roll(roller, frame, result, fair, [], open_roll.acks)
+    appends = [action.pending for action in made if isinstance(action, Append)]
+    if not appends:  # refused (the Fear it needs was spent meanwhile): it can never be made
+        del state.open[seq]
+        state.refused.add(seq)
+        state.done(seq, open_roll.asked)
+        return made + prepare(room, state)
+    appends[0].completes = seq
+    open_roll.made, open_roll.acks = appends[0].ack_seq, []
+    waited = Measure("witness_wait_seconds", max(0, room.now() - open_roll.opened) / 1000)
+    missing = Measure("witness_missing", len(open_roll.asked) - len(open_roll.values))
+    return [*made, waited, missing, *prepare(room, state)]
+
+
+def stored(state: FairState, records: list[dict[str, Any]], *, own: bool, limits: Limits) -> list[Action]:
+    """Records now stored (``own``: by this node's append, else by another node's): a roll naming a pending
+    closes its open roll here, its waiting rollers acked with it; a pending another node made is
+    completed here from the store should that node not make its roll."""
+    actions: list[Action] = []
+    for record in records:
+        kind = record["kind"]
+        if kind == "roll" and isinstance(record.get("fair"), dict):
+            seq = record["fair"].get("pending")
+            open_roll = state.open.pop(seq, None) if isinstance(seq, int) else None
+            if open_roll is not None:
+                state.done(open_roll.seq, open_roll.asked)
+                actions += [
+                    Send(s, {"t": "ack", "id": rid, "seq": record["seq"]}) for s, rid in open_roll.acks
+                ]
+        elif kind == "pending" and not own and record["seq"] not in state.open:
+            actions.append(WaitWitnesses(record["seq"], limits.witness_wait_ms + TAKEOVER_MS))
+    return actions
+
+
+def retry(state: FairState, failed: Pending) -> list[Action]:
+    """A roll completing a pending was not stored (another node's event took its seq, a store error): its
+    rollers wait on, and the roll is made again shortly (from the store, so the values stay the same)."""
+    open_roll = state.open.get(failed.completes) if failed.completes is not None else None
+    if open_roll is None or open_roll.made is None:
+        return []
+    open_roll.made = None
+    open_roll.acks, failed.acks = [*open_roll.acks, *failed.acks], []
+    return [WaitWitnesses(open_roll.seq, RETRY_MS)]
+
+
+def recover(
+    room: Room, state: FairState, kept_rolls: Sequence[Mapping[str, Any]], *, margin: int
+) -> list[Action]:
+    """A room just loaded: every pending its log holds without a roll is opened again from what was stored
+    for it and completed once its wait is over (``margin`` ms later when another node may still hold it)."""
+    by_key = {(k.get("pending"), k.get("commit")): k for k in kept_rolls}
+    actions: list[Action] = []
+    for seq, known in room.pending.pendings.items():
+        found = by_key.get((seq, known.commit))
+        if found is not None and seq not in state.open:
+            state.open[seq] = restore(found)
+        wait = known.ts + room.limits.witness_wait_ms - room.now()
+        actions.append(WaitWitnesses(seq, max(0, wait) + margin))
+    return actions
+
+
+def kept(room: str, open_roll: OpenRoll) -> dict[str, Any]:
+    """What is stored for an open roll, apart from the log, so it can be completed without this node."""
+    frame = open_roll.frame
+    return {
+        "room": room,
+        "pending": open_roll.seq,
+        "commit": open_roll.commit,
+        "n": open_roll.n,
+        "nonce": open_roll.nonce,
+        "roller": open_roll.roller.member.wire(),
+        "id": frame.id,
+        "intent": frame.intent,
+        "label": frame.label,
+        "visibility": frame.visibility,
+        "seed": frame.seed,
+        "asked": list(open_roll.asked),
+        "opened": open_roll.opened,
+        "values": {},
+        "closed": False,
+    }
+
+
+def restore(stored: Mapping[str, Any]) -> OpenRoll:
+    """An open roll from what ``kept`` stored (and the values stored since); its roller may be offline."""
+    frame = protocol.Roll(
+        stored["id"], dict(stored["intent"]), stored["visibility"], stored["label"], stored["seed"]
+    )
+    roller = Session(Member.from_wire(stored["roller"]))
+    values = {str(p): bytes(v) for p, v in stored.get("values", {}).items()}
+    asked = tuple(stored["asked"])
+    return OpenRoll(
+        stored["pending"],
+        roller,
+        frame,
+        stored["n"],
+        bytes(stored["nonce"]),
+        asked,
+        stored["commit"],
+        stored["opened"],
+        values=values,
+    )
 
 
 def abandon(state: FairState, committed_seq: int, code: str, message: str) -> list[Action]:
@@ -185,7 +371,7 @@ def abandon(state: FairState, committed_seq: int, code: str, message: str) -> li
 def reveal_seed(room: Room, state: FairState, session: Session, frame: protocol.Seed) -> list[Action]:
     if session.role != "gm":
         return _error(session, "forbidden", "Only a GM may reveal the room's dice seed.", frame.id)
-    if state.open:
+    if _holding(room, state):
         message = "A witnessed roll is still open on this seed; reveal it in a moment."
         return _error(session, "conflict", message, frame.id)
     events = state.seeds.for_reveal(room.pending)
@@ -206,6 +392,16 @@ def prepare(room: Room, state: FairState) -> list[Action]:
     """The seeds to store ahead so the next roll and the next reveal can go on."""
     state.seeds.forget_revealed(room.pending)
     return [PrepareSeed(n) for n in state.seeds.missing(room.pending)]
+
+
+def _holding(room: Room, state: FairState) -> bool:
+    """Whether a witnessed roll is open on the open seed (here, or another node's, as the log says)."""
+    return bool(state.open) or any(seq not in state.refused for seq in room.pending.pendings)
+
+
+def _late(session: Session, request_id: str) -> list[Action]:
+    message = "That roll is already made; your value came too late."
+    return [*_error(session, "not_found", message, request_id), Measure("witness_late")]
 
 
 def _asked(room: Room, state: FairState, session: Session, frame: protocol.Roll) -> tuple[str, ...]:

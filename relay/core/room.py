@@ -296,9 +296,10 @@ class Room:
         appended.acks.extend(acks[1:])
         return [Append(appended)]
 
-    def witness_due(self, pending_seq: int) -> list[Action]:
-        """The wait for a witnessed roll's witnesses is over (the shell's timer): make it with what it has."""
-        return [] if self.fair is None else fair.complete(self, self.fair, pending_seq)
+    def witness_due(self, pending_seq: int, stored: Mapping[str, Any] | None = None) -> list[Action]:
+        """The wait for a witnessed roll's witnesses is over (the shell's timer): make it with what it has
+        and what the store holds for it (``stored``: relay.core.fair.complete)."""
+        return [] if self.fair is None else fair.complete(self, self.fair, pending_seq, stored)
 
     def _effects(self, result: Mapping[str, Any], roller: str) -> list[tuple[str, str | None, int, int]]:
         """A result's resource changes, checked against ``pending``: (name, participant, delta, value).
@@ -415,6 +416,8 @@ class Room:
         self.recent.extend(pending.records)
         if pending.effects:
             actions.extend(pending.effects)
+        if self.fair is not None:
+            actions += fair.stored(self.fair, pending.records, own=True, limits=self.limits)
         return actions
 
     def failed_append(self, pending: Pending, conflict: bool, *, full: bool = False) -> list[Action]:
@@ -422,6 +425,7 @@ class Room:
 
         ``full``: the store had no room for it (a full disk, a stream at its byte limit)."""
         self.inflight.pop(pending, None)
+        retried = fair.retry(self.fair, pending) if self.fair is not None else []  # a witnessed roll
         if conflict:
             code, message = "conflict", "The room changed while this was being stored; try again."
         elif full:
@@ -429,6 +433,7 @@ class Room:
         else:
             code, message = "internal", "The server could not store this; try again."
         answers: list[Action] = [Send(s, protocol.error_frame(code, message, rid)) for s, rid in pending.acks]
+        answers += retried
         if pending.generation == self.generation:
             # Everything applied after the committed state is void; queued appends behind this one will
             # fail their expected-seq check and be answered here too (with an older generation).
@@ -457,6 +462,8 @@ class Room:
         for record in records:
             # What this node does with its own sockets, as the node that stored it did.
             actions.extend(membership.effects_of(record))
+        if self.fair is not None:
+            actions += fair.stored(self.fair, list(records), own=False, limits=self.limits)
         return actions
 
     def settle_presence(self, members: Sequence[Member]) -> Pending | None:
@@ -499,6 +506,8 @@ class Room:
         commitments of every seed the history's rolls use (their ``seed_commit`` may be older than it)."""
         state = self.committed
         view: dict[str, Any] = {}
+        if self.fair is not None:  # how long a pending waits for witnesses: a client's overdue alarm needs it
+            view["witness_wait_ms"] = self.limits.witness_wait_ms
         if state.seed_open:
             view["seed"] = {"n": state.seed_n, "commit": state.seed_commit}
         used = [e["fair"]["n"] for e in history if isinstance(e.get("fair"), dict) and "n" in e["fair"]]

@@ -73,6 +73,16 @@ class Sealed:
     revealed: int | None = None  # the seq of its reveal event
 
 
+@dataclass(frozen=True, slots=True)
+class OpenPending:
+    """A ``pending`` event no roll names yet (spec/fairness.md): whoever completes it needs these."""
+
+    roller: str
+    asked: tuple[str, ...]
+    commit: str
+    ts: int
+
+
 @dataclass
 class RoomState:
     seq: int = 0
@@ -107,6 +117,8 @@ class RoomState:
     seed_opened: int = 0
     seed_rolls: int = 0
     seed_commits: dict[int, str] = field(default_factory=dict)  # every seed's commitment, by its number
+    # Pending events no roll names yet, by seq: folded, so a restarted node or another node finds them.
+    pendings: dict[int, OpenPending] = field(default_factory=dict)
 
     def apply(self, record: Mapping[str, Any]) -> None:
         seq = record["seq"]
@@ -124,8 +136,11 @@ class RoomState:
                 ids[request] = (seq, ts)
                 if len(ids) > ROLL_IDS_FLOOR:
                     _forget_old_ids(ids, ts - ROLL_ID_WINDOW_MS)
-            if "fair" in record:
+            fair = record.get("fair")
+            if fair is not None:
                 self.seed_rolls += 1
+                if isinstance(fair.get("pending"), int):
+                    self.pendings.pop(fair["pending"], None)
             sealed = record.get("sealed")
             if sealed is not None:
                 self.sealed[seq] = Sealed(
@@ -164,8 +179,9 @@ class RoomState:
             self.seed_n, self.seed_open = record["n"], True
             self.seed_commits[record["n"]] = record["commit"]
             self.seed_opened, self.seed_rolls = record["ts"], 0
-        elif kind == "pending":
-            pass  # a witnessed roll's announcement (spec/fairness.md); the roll naming it changes the state
+        elif kind == "pending":  # a witnessed roll's announcement (spec/fairness.md)
+            asked = tuple(record["asked"])
+            self.pendings[seq] = OpenPending(record["roller"], asked, record["commit"], record["ts"])
         elif kind == "seed_reveal":
             if not self.seed_open or record["n"] != self.seed_n:
                 raise FoldError(f"seed {record['n']} revealed at {seq}, but the open seed is {self.seed_n}")
@@ -249,6 +265,7 @@ class RoomState:
             seed_opened=self.seed_opened,
             seed_rolls=self.seed_rolls,
             seed_commits=dict(self.seed_commits),
+            pendings=dict(self.pendings),
         )
 
     @property

@@ -1,17 +1,25 @@
-"""A room's dice seeds drawn and stored for the core to commit to (spec/fairness.md; ``fair_dice`` on).
+"""The shell's side of fair dice (spec/fairness.md; ``fair_dice`` on): seeds drawn and stored for the core
+to commit to, and the store's part in witnessed rolls.
 
 The secrets come from the CSPRNG here, and the log keeps them (``EventLog.ensure_seed``: the first stored
 wins, so every node of a room rolls from the same seed). A room is loaded with its open seed and the next one,
 and each ``PrepareSeed`` the room answers with stores one more while the open one serves.
+
+A witnessed roll's secret (its nonce and frame) is stored with its pending event (``Pending.kept``), each
+witness value before its ack (``KeepWitness``), and the store's copy is closed and merged before a roll is
+made that another node may have had values for (the cluster store) or that this node does not hold (after a
+restart, or another node's). A loaded room reopens the pendings its log holds without a roll (``recover``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
-from relay.core.actions import Action, WaitWitnesses
+from relay.core import fair
+from relay.core.actions import Action, KeepWitness, WaitWitnesses
 from relay.core.fairness import SEED_BYTES
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
@@ -19,6 +27,7 @@ from relay.shell.connection import RoomHandle
 from relay.storage.base import EventLog
 
 logger = get_logger("relay.seeds")
+Execute = Callable[[RoomHandle, list[Action]], None]
 
 
 async def load(log: EventLog, room: str, state: RoomState) -> dict[int, bytes]:
@@ -39,19 +48,83 @@ class Preparer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def prepare(self, handle: RoomHandle, n: int) -> None:
-        task = asyncio.get_running_loop().create_task(self._store(handle, n))
+        self._spawn(self._store(handle, n))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def wait(
-        self, handle: RoomHandle, action: WaitWitnesses, execute: Callable[[RoomHandle, list[Action]], None]
-    ) -> None:
+    def wait(self, handle: RoomHandle, action: WaitWitnesses, execute: Execute) -> None:
         """After the witnesses' wait, have the room make the roll with what it has, and carry that out."""
 
         def due() -> None:
-            execute(handle, handle.room.witness_due(action.pending))
+            room = handle.room
+            known = room.pending.pendings.get(action.pending)
+            if room.fair is None or known is None:
+                return  # made meanwhile
+            open_roll = room.fair.open.get(action.pending)
+            if open_roll is not None and open_roll.made is not None:
+                return
+            if open_roll is not None and not self.log.shared:
+                execute(handle, room.witness_due(action.pending))  # every stored value is in memory here
+                return
+            self._spawn(self._complete(handle, action.pending, known.commit, execute))
 
         asyncio.get_running_loop().call_later(action.ms / 1000, due)
+
+    async def _complete(self, handle: RoomHandle, seq: int, commit: str, execute: Execute) -> None:
+        """Close the store's copy of pending ``seq`` to later values, then make its roll with them."""
+        room = handle.room
+        try:
+            stored = await self.log.close_pending(room.id, seq, commit)
+        except Exception as exc:
+            logger.warning("pending_not_closed", room=room.id, pending=seq, error=type(exc).__name__)
+            self.wait(handle, WaitWitnesses(seq, fair.RETRY_MS), execute)
+            return
+        if stored is None and (room.fair is None or seq not in room.fair.open):
+            if seq in room.pending.pendings:  # nothing stored and nothing held: it cannot be made
+                logger.error("pending_secret_missing", room=room.id, pending=seq)
+            return
+        execute(handle, room.witness_due(seq, stored))
+
+    def keep(self, handle: RoomHandle, action: KeepWitness, execute: Execute) -> None:
+        """Store a witness's value, then hand the store's answer to the room."""
+
+        async def store() -> None:
+            room = handle.room
+            try:
+                outcome = await self.log.keep_witness(
+                    room.id, action.pending, action.commit, action.participant, action.value
+                )
+            except Exception as exc:
+                logger.warning(
+                    "witness_not_stored", room=room.id, pending=action.pending, error=type(exc).__name__
+                )
+                outcome = "failed"
+            if room.fair is not None:
+                execute(handle, fair.witness_kept(room, room.fair, action, outcome))
+
+        self._spawn(store())
+
+    def retire(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
+        """A roll completing a pending is stored: what was kept for it (and for pendings that never were
+        stored, a lost race's) is no longer needed."""
+        if not any(
+            r["kind"] == "roll" and isinstance(r.get("fair"), dict) and r["fair"].get("pending")
+            for r in records
+        ):
+            return
+        state = handle.room.committed
+        keep = [(seq, known.commit) for seq, known in state.pendings.items()]
+
+        async def retire() -> None:
+            try:
+                await self.log.retire_kept(handle.room.id, state.seq, keep)
+            except Exception as exc:  # kept a while longer: the next roll's retiring takes it
+                logger.warning("kept_not_retired", room=handle.room.id, error=type(exc).__name__)
+
+        self._spawn(retire())
 
     async def _store(self, handle: RoomHandle, n: int) -> None:
         room = handle.room

@@ -22,11 +22,13 @@ import structlog
 from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from relay.core import protocol, retention
+from relay.core import fair, protocol, retention
 from relay.core.actions import (
     Action,
     Append,
     Broadcast,
+    KeepWitness,
+    Measure,
     Pending,
     PrepareSeed,
     Refused,
@@ -147,6 +149,8 @@ class Relay:
         state: RoomState = await self.log.state(room_id)
         try:
             seeds = await seeding.load(self.log, room_id, state) if self.config.fair_dice else None
+            # Read before the room is reachable: a roller's retry must find its open roll, not roll anew.
+            kept = await self.log.kept_rolls(room_id) if seeds is not None and state.pendings else []
         except BaseException:
             self.log.unfollow(room_id)  # ``state`` began keeping the room's events for a follow
             raise
@@ -166,6 +170,9 @@ class Relay:
         self.metrics.rooms.set(len(self.rooms))
         logger.info("room_loaded", room=room_id, seq=state.seq)
         self.log.follow(room_id, state.seq, lambda records: self._remote(handle, records))
+        if room.fair is not None and state.pendings:  # witnessed rolls a restart or a node's end left open
+            margin = fair.TAKEOVER_MS if self.log.shared else 0
+            self.execute(handle, fair.recover(room, room.fair, kept, margin=margin))
         # With other nodes serving the room, members without a socket here may have one there.
         sweep = room.sweep() if not self.log.shared else None
         if sweep is not None:
@@ -176,7 +183,7 @@ class Relay:
 
     def submit(self, handle: RoomHandle, pending: Pending) -> None:
         try:
-            future = self.log.append(handle.room.id, pending.records, pending.expected)
+            future = self.log.append(handle.room.id, pending.records, pending.expected, pending.kept)
         except RuntimeError as exc:
             self._failed(handle, pending, exc)
             return
@@ -204,6 +211,8 @@ class Relay:
             self.execute(handle, handle.room.committed_append(pending))
         except Exception:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
+        if handle.room.fair is not None:
+            self.seeds.retire(handle, pending.records)
         elapsed = time.perf_counter() - pending.started
         self.metrics.fanout.observe(elapsed)
         debug = debug_enabled()  # the per-event lines' values are not even built at info level
@@ -281,6 +290,10 @@ class Relay:
                 self.seeds.prepare(handle, action.n)
             elif isinstance(action, WaitWitnesses):
                 self.seeds.wait(handle, action, self.execute)
+            elif isinstance(action, KeepWitness):
+                self.seeds.keep(handle, action, self.execute)
+            elif isinstance(action, Measure):
+                self.metrics.measure(action.name, action.value)
             else:  # a campaign-management effect (rare): relay.shell.campaign_io
                 campaign_io.carry_out(self, handle, action)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 # Part of this interface (what ``get_room`` answers), defined with the room it describes.
@@ -22,6 +22,17 @@ Record = dict[str, Any]
 
 #: Records per read when a backend without a reveal index looks for reveals (``EventLog.reveals``).
 REVEAL_SCAN = 1000
+
+
+def witness_into(kept: Record, participant: str, value: bytes) -> str:
+    """``EventLog.keep_witness`` on a kept roll's map, changed in place when ``stored``."""
+    if kept.get("closed"):
+        return "closed"
+    values = kept.setdefault("values", {})
+    if participant in values:
+        return "twice"
+    values[participant] = value
+    return "stored"
 
 
 class Conflict(Exception):
@@ -76,8 +87,35 @@ class EventLog(abc.ABC):
     async def list_rooms(self) -> list[RoomInfo]: ...
 
     @abc.abstractmethod
-    def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
-        """Store ``records`` (seqs ``expected_seq + 1 …``); the future gives the last seq, or ``Conflict``."""
+    def append(
+        self, room: str, records: Sequence[Record], expected_seq: int, kept: Sequence[Record] = ()
+    ) -> asyncio.Future[int]:
+        """Store ``records`` (seqs ``expected_seq + 1 …``); the future gives the last seq, or ``Conflict``.
+
+        ``kept``: what open witnessed rolls need to be completed by another node or after a crash
+        (``relay.core.fair.kept``: each names its room, its ``pending`` seq and ``commit``), stored apart
+        from the events, with them or before them: no stored record lacks its kept secrets. Never in the
+        log or an export (it holds the roll's nonce and intent before its reveal)."""
+
+    @abc.abstractmethod
+    async def keep_witness(self, room: str, pending: int, commit: str, participant: str, value: bytes) -> str:
+        """Add a witness's value to what is kept for the open roll of pending ``pending``: ``stored``,
+        ``twice`` (this participant's value is stored already), ``closed`` (its roll is being made) or
+        ``missing`` (nothing kept: its roll is made)."""
+
+    @abc.abstractmethod
+    async def close_pending(self, room: str, pending: int, commit: str) -> Record | None:
+        """Close what is kept for pending ``pending`` to later values and return it with every value
+        stored (the same when closed again); None when nothing is kept for it."""
+
+    @abc.abstractmethod
+    async def kept_rolls(self, room: str) -> list[Record]:
+        """Everything kept for the room's open witnessed rolls."""
+
+    @abc.abstractmethod
+    async def retire_kept(self, room: str, upto: int, keep: Collection[tuple[int, str]]) -> None:
+        """Forget what is kept for the room's pendings at seqs up to ``upto``, except the (pending, commit)
+        pairs in ``keep`` (the pendings still open): their rolls are stored, or they never were."""
 
     @abc.abstractmethod
     async def ensure_seed(self, room: str, n: int, candidate: bytes) -> bytes:

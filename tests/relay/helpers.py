@@ -11,8 +11,8 @@ import msgpack
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import rules
-from relay.core import protocol
-from relay.core.actions import Append, Broadcast, Pending, Send, Session
+from relay.core import fair, protocol
+from relay.core.actions import Append, Broadcast, KeepWitness, Pending, Send, Session
 from relay.core.claims import Claims
 from relay.core.info import RoomInfo
 from relay.core.room import Room
@@ -78,6 +78,8 @@ class Table:
         self.sessions: list[Session] = []
         self.auto_commit = auto_commit
         self.forms = forms(info.id)
+        # What the store keeps apart from the log for open witnessed rolls (spec/fairness.md), by pending seq.
+        self.vault: dict[int, dict[str, Any]] = {}
 
     # -- people ------------------------------------------------------------------------------------------
     def join(
@@ -118,6 +120,21 @@ class Table:
             elif isinstance(action, Broadcast):
                 for s in self.sessions:
                     self.got[s].append(Renderer(action.record, self.room.committed, self.forms).frame(s))
+            elif isinstance(action, KeepWitness):  # stored at once, as the store answers
+                assert self.room.fair is not None
+                self.execute(fair.witness_kept(self.room, self.room.fair, action, self.keep(action)))
+
+    def keep(self, action: KeepWitness) -> str:
+        """The store's side of a witness's value (relay.storage.base.EventLog.keep_witness)."""
+        kept = self.vault.get(action.pending)
+        if kept is None or kept["commit"] != action.commit:
+            return "missing"
+        if kept["closed"]:
+            return "closed"
+        if action.participant in kept["values"]:
+            return "twice"
+        kept["values"][action.participant] = action.value
+        return "stored"
 
     def commit(self) -> None:
         """The log: store queued appends in order, refusing any whose expected seq is stale."""
@@ -127,6 +144,8 @@ class Table:
                 self.execute(self.room.failed_append(pending, conflict=True))
                 continue
             self.stored.extend(pending.records)
+            for kept in pending.kept:
+                self.vault[kept["pending"]] = {**kept, "values": dict(kept["values"])}
             self.execute(self.room.committed_append(pending))
 
     def fail_next(self) -> None:

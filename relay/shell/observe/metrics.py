@@ -58,6 +58,33 @@ class Metrics:
             registry=self.registry,
         )
 
+        # Witnessed rolls (spec/fairness.md).
+        self.witness_wait = Histogram(
+            "tablerelay_witness_wait_seconds",
+            "Time from a witnessed roll's pending event to its roll (all witnesses in, or the wait over).",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+            registry=self.registry,
+        )
+        self.witness_late = Counter(
+            "tablerelay_witness_late",
+            "Witness values that came after their roll was made (refused; the roll is made without them).",
+            registry=self.registry,
+        )
+        self.witness_missing = Counter(
+            "tablerelay_witness_missing",
+            "Witnesses asked for a roll whose value was not in it when it was made (never answered in time).",
+            registry=self.registry,
+        )
+
+    def measure(self, name: str, value: float) -> None:
+        """A figure the room reported (``relay.core.actions.Measure``)."""
+        if name == "witness_wait_seconds":
+            self.witness_wait.observe(value)
+        elif name == "witness_late":
+            self.witness_late.inc(value)
+        elif name == "witness_missing":
+            self.witness_missing.inc(value)
+
     def event(self, kind: str) -> None:
         child = self._events.get(kind)
         if child is None:

@@ -19,6 +19,7 @@ class Append:
     records: Sequence[Record]
     expected: int
     future: asyncio.Future[int]
+    kept: Sequence[Record] = ()  # stored in the pendings bucket before the message is published
 
     @property
     def last(self) -> int:

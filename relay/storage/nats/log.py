@@ -40,7 +40,7 @@ import contextlib
 import itertools
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import nats.errors
@@ -57,6 +57,7 @@ from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomLimit
 from relay.storage.nats.acks import PubAcks, stream_full
 from relay.storage.nats.connect import connect as connect_store
 from relay.storage.nats.lanes import Append, Deliver, Lane, Own
+from relay.storage.nats.pendings import PendingVault
 from relay.storage.nats.reads import messages
 from relay.storage.nats.rooms import RoomDirectory
 from relay.storage.nats.seeds import SeedVault
@@ -94,6 +95,7 @@ class NatsLog(EventLog):
         self.kv = rooms
         self.rooms = RoomDirectory(js, rooms)
         self.seed_vault = SeedVault(js, replicas)
+        self.pending_vault = PendingVault(js, replicas)
         self.replicas = replicas
         self._loop = asyncio.get_running_loop()
         self._lanes: dict[str, Lane] = {}
@@ -193,6 +195,18 @@ class NatsLog(EventLog):
     async def seeds(self, room: str, first: int = 1) -> dict[int, bytes]:
         return await self.seed_vault.stored(room, first)
 
+    async def keep_witness(self, room: str, pending: int, commit: str, participant: str, value: bytes) -> str:
+        return await self.pending_vault.witness(room, pending, commit, participant, value)
+
+    async def close_pending(self, room: str, pending: int, commit: str) -> Record | None:
+        return await self.pending_vault.close(room, pending, commit)
+
+    async def kept_rolls(self, room: str) -> list[Record]:
+        return await self.pending_vault.stored(room)
+
+    async def retire_kept(self, room: str, upto: int, keep: Collection[tuple[int, str]]) -> None:
+        await self.pending_vault.retire(room, upto, keep)
+
     async def delete_room(self, room: str) -> bool:
         """As ``EventLog.delete_room``: the directory entry goes first (no node finds the room from then
         on), then every message on the room's subject. A node already holding the room keeps what it has in
@@ -203,6 +217,7 @@ class NatsLog(EventLog):
         await self.rooms.remove(room)
         await self._purge_events(room)
         await self.seed_vault.remove(room)
+        await self.pending_vault.remove(room)
         self.rooms.infos.pop(room, None)
         return True
 
@@ -221,7 +236,9 @@ class NatsLog(EventLog):
             self._by_subject[lane.subject] = lane
         return lane
 
-    def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
+    def append(
+        self, room: str, records: Sequence[Record], expected_seq: int, kept: Sequence[Record] = ()
+    ) -> asyncio.Future[int]:
         """As ``EventLog.append``; after a failure, appends made before the failed futures' callbacks have
         run fail the same way (they may have been built on the failed one: its seqs can be taken by another
         node's events, so the expected seq alone cannot tell)."""
@@ -233,7 +250,7 @@ class NatsLog(EventLog):
             # Made before the server saw the failure of an append this one may be built on.
             future.set_exception(lane.refusing)
             return future
-        lane.queue.append(Append(records, expected_seq, future))
+        lane.queue.append(Append(records, expected_seq, future, kept))
         if not lane.busy:
             lane.busy = True
             self._spawn(self._pump(lane))
@@ -270,6 +287,11 @@ class NatsLog(EventLog):
                 self._spawn(self._pump(lane))
 
     async def _publish(self, lane: Lane, batch: list[Append]) -> None:
+        for append in batch:
+            for kept in append.kept:
+                # Before the message: a pending event any node can see always has its secret stored. A
+                # failure here fails the batch (``_pump``) with nothing published.
+                await self.pending_vault.put(lane.room, kept)
         records = [record for append in batch for record in append.records]
         first, last = records[0]["seq"], records[-1]["seq"]
         msg_id = f"{self._node}-{next(self._ids)}"

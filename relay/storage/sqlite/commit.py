@@ -18,12 +18,16 @@ from relay.storage.base import Conflict, Record, StoreFull
 from relay.storage.codec import encode_record
 from relay.storage.sqlite.db import (
     INSERT_ROWS,
+    close_pending_sync,
     create_room_sync,
     delete_room_sync,
     ensure_seed_sync,
     import_room_sync,
     insert_events,
+    insert_kept,
+    keep_witness_sync,
     last_seq_sync,
+    retire_kept_sync,
 )
 
 
@@ -34,6 +38,7 @@ class AppendItem:
     room: str
     records: Sequence[Record]
     expected: int
+    kept: Sequence[Record] = ()  # stored in the same transaction (EventLog.append)
 
 
 @dataclass(eq=False)
@@ -128,7 +133,7 @@ class Committer:
         """
         appends = [(item, Outcome()) for item in items]
         locked = sum(len(item.records) for item in items) > INSERT_ROWS or any(
-            record["kind"] == "reveal" for item in items for record in item.records
+            item.kept or any(record["kind"] == "reveal" for record in item.records) for item in items
         )
         try:
             self._store(appends, self._last, in_transaction=locked, give_up=sqlite3.Error)
@@ -169,8 +174,8 @@ class Committer:
         if not self.remembers:
             self._last.clear()
         elif sum(len(item.records) for item, _ in appends) <= INSERT_ROWS and all(
-            item.room in self._last for item, _ in appends
-        ):  # one statement: the rows, not the appends, must fit one INSERT
+            item.room in self._last and not item.kept for item, _ in appends
+        ):  # one statement: the rows, not the appends, must fit one INSERT (and no kept secrets beside)
             try:
                 self._store(appends, self._last, in_transaction=False, give_up=sqlite3.IntegrityError)
                 return
@@ -223,6 +228,8 @@ class Committer:
                 last[item.room] = seq
                 outcome.value = seq
                 written.append(outcome)
+                if item.kept:  # in this transaction: a stored pending always has its secret
+                    insert_kept(conn, item.room, item.kept)
             if rows:
                 insert_events(conn, rows)
             if in_transaction:
@@ -278,6 +285,9 @@ CALLS: dict[str, Callable[..., Any]] = {
     "import_room": _import_room,
     "delete_room": delete_room_sync,
     "ensure_seed": ensure_seed_sync,
+    "keep_witness": keep_witness_sync,
+    "close_pending": close_pending_sync,
+    "retire_kept": retire_kept_sync,
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from relay.core.info import RoomInfo
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
-from relay.storage.base import Conflict, Record, RoomExists, RoomLimitReached
+from relay.storage.base import Conflict, Record, RoomExists, RoomLimitReached, witness_into
 from relay.storage.codec import decode_record, encode_record
 
 logger = get_logger("relay.sqlite")
@@ -57,6 +57,12 @@ CREATE TABLE IF NOT EXISTS seeds (
     n INTEGER NOT NULL,
     seed BLOB NOT NULL,
     PRIMARY KEY (room, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pendings (
+    room TEXT NOT NULL,
+    pending INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (room, pending)
 ) WITHOUT ROWID;
 """.format(events=EVENTS.format(name="events"))
 #: ``PRAGMA user_version`` once ``reveals`` indexes every stored reveal (files written before it had
@@ -223,6 +229,7 @@ def delete_room_sync(conn: sqlite3.Connection, room: str) -> bool:
         conn.execute("DELETE FROM events WHERE room = ?", (room,))
         conn.execute("DELETE FROM reveals WHERE room = ?", (room,))
         conn.execute("DELETE FROM seeds WHERE room = ?", (room,))
+        conn.execute("DELETE FROM pendings WHERE room = ?", (room,))
         deleted = conn.execute("DELETE FROM rooms WHERE id = ?", (room,)).rowcount
     return deleted > 0
 
@@ -241,6 +248,67 @@ def seeds_sync(conn: sqlite3.Connection, room: str, first: int) -> dict[int, byt
     """The room's stored dice seeds numbered ``first`` and later."""
     rows = conn.execute("SELECT n, seed FROM seeds WHERE room = ? AND n >= ? ORDER BY n", (room, first))
     return dict(rows)
+
+
+# What open witnessed rolls keep apart from the log (EventLog.append's ``kept``): one row per pending, its
+# map as MessagePack, changed only inside a write transaction, so values and closing never cross.
+
+
+def insert_kept(conn: sqlite3.Connection, room: str, kept: Sequence[Record]) -> None:
+    """Store ``kept`` inside the caller's transaction (the one storing their pending events)."""
+    rows = [(room, k["pending"], encode_record(k)) for k in kept]
+    conn.executemany("INSERT OR REPLACE INTO pendings (room, pending, data) VALUES (?, ?, ?)", rows)
+
+
+def _kept_row(conn: sqlite3.Connection, room: str, pending: int, commit: str) -> Record | None:
+    row = conn.execute("SELECT data FROM pendings WHERE room = ? AND pending = ?", (room, pending)).fetchone()
+    kept = decode_record(row[0]) if row else None
+    return kept if kept is not None and kept.get("commit") == commit else None
+
+
+def keep_witness_sync(
+    conn: sqlite3.Connection, room: str, pending: int, commit: str, participant: str, value: bytes
+) -> str:
+    with immediate(conn):
+        kept = _kept_row(conn, room, pending, commit)
+        if kept is None:
+            return "missing"
+        outcome = witness_into(kept, participant, value)
+        if outcome == "stored":
+            conn.execute(
+                "UPDATE pendings SET data = ? WHERE room = ? AND pending = ?",
+                (encode_record(kept), room, pending),
+            )
+    return outcome
+
+
+def close_pending_sync(conn: sqlite3.Connection, room: str, pending: int, commit: str) -> Record | None:
+    with immediate(conn):
+        kept = _kept_row(conn, room, pending, commit)
+        if kept is not None and not kept.get("closed"):
+            kept["closed"] = True
+            conn.execute(
+                "UPDATE pendings SET data = ? WHERE room = ? AND pending = ?",
+                (encode_record(kept), room, pending),
+            )
+    return kept
+
+
+def kept_rolls_sync(conn: sqlite3.Connection, room: str) -> list[Record]:
+    rows = conn.execute("SELECT data FROM pendings WHERE room = ? ORDER BY pending", (room,)).fetchall()
+    return [decode_record(row[0]) for row in rows]
+
+
+def retire_kept_sync(conn: sqlite3.Connection, room: str, upto: int, keep: Sequence[Sequence[Any]]) -> None:
+    still = {(int(p), str(c)) for p, c in keep}
+    with immediate(conn):
+        rows = conn.execute(
+            "SELECT pending, data FROM pendings WHERE room = ? AND pending <= ?", (room, upto)
+        )
+        gone = [
+            (room, p) for p, data in rows.fetchall() if (p, decode_record(data).get("commit")) not in still
+        ]
+        conn.executemany("DELETE FROM pendings WHERE room = ? AND pending = ?", gone)
 
 
 def append_sync(conn: sqlite3.Connection, room: str, records: Sequence[Record], expected: int) -> None:

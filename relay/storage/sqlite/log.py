@@ -28,7 +28,7 @@ import dataclasses
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +44,7 @@ from relay.storage.sqlite.db import (
     check_synchronous,
     connect,
     get_room_sync,
+    kept_rolls_sync,
     list_rooms_sync,
     read_sync,
     reveals_sync,
@@ -275,18 +276,20 @@ class SqliteLog(EventLog):
     async def list_rooms(self) -> list[RoomInfo]:
         return await self._read(list_rooms_sync)
 
-    def append(self, room: str, records: Sequence[Record], expected_seq: int) -> asyncio.Future[int]:
+    def append(
+        self, room: str, records: Sequence[Record], expected_seq: int, kept: Sequence[Record] = ()
+    ) -> asyncio.Future[int]:
         if self._closed:
             raise RuntimeError("the event log is closed")
         if self._process is not None:
-            return self._process.append(room, records, expected_seq)
+            return self._process.append(room, records, expected_seq, kept)
         future: asyncio.Future[int] = self._loop.create_future()
         # Handed to the writer once per loop iteration rather than one by one: every wake-up of the
         # writer thread is a GIL hand-off that the event loop pays for, and a frame burst read in one
         # iteration becomes one transaction.
         if not self._appends:
             self._loop.call_soon(self._hand_over)
-        self._appends.append((AppendItem(room, records, expected_seq), future))
+        self._appends.append((AppendItem(room, records, expected_seq, kept), future))
         return future
 
     async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
@@ -300,6 +303,19 @@ class SqliteLog(EventLog):
 
     async def seeds(self, room: str, first: int = 1) -> dict[int, bytes]:
         return await self._read(lambda conn: seeds_sync(conn, room, first))
+
+    async def keep_witness(self, room: str, pending: int, commit: str, participant: str, value: bytes) -> str:
+        return str(await self._submit_write("keep_witness", room, pending, commit, participant, value))
+
+    async def close_pending(self, room: str, pending: int, commit: str) -> Record | None:
+        kept: Record | None = await self._submit_write("close_pending", room, pending, commit)
+        return kept
+
+    async def kept_rolls(self, room: str) -> list[Record]:
+        return await self._read(lambda conn: kept_rolls_sync(conn, room))
+
+    async def retire_kept(self, room: str, upto: int, keep: Collection[tuple[int, str]]) -> None:
+        await self._submit_write("retire_kept", room, upto, [list(pair) for pair in keep])
 
     async def read(self, room: str, after_seq: int, limit: int) -> list[Record]:
         return await self._read(lambda conn: read_sync(conn, room, after_seq, limit))

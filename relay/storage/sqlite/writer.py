@@ -9,7 +9,8 @@ The pipe protocol, msgpack both ways. The child first answers ``["ready"]`` once
 (or ``["failed", sentence]``). Each request is a list of items in the order they were made:
 ``[0, room, expected, [record, ...]]`` for an append (the records as they are; the child encodes each
 for storage exactly as the thread would) and ``[1, op, [args...]]`` for the other writes
-(``relay.storage.sqlite.commit.CALLS``). The child reads every request waiting in the pipe and commits
+(``relay.storage.sqlite.commit.CALLS``); an append with kept secrets (``EventLog.append``) carries them as a
+fifth element. The child reads every request waiting in the pipe and commits
 their appends together (one transaction, as the thread does with its queue), then answers each request in
 order with ``[outcomes, commits]``: an outcome per item, ``[0, value]`` or ``[1, error name,
 [args...]]``, and the ``[appends, stored]`` of each transaction made for it.
@@ -215,10 +216,14 @@ class WriterProcess(asyncio.SubprocessProtocol):
 
     # -- requests ------------------------------------------------------------------------------------------
 
-    def append(self, room: str, records: Sequence[Record], expected: int) -> asyncio.Future[int]:
+    def append(
+        self, room: str, records: Sequence[Record], expected: int, kept: Sequence[Record] = ()
+    ) -> asyncio.Future[int]:
         # The records travel as they are, inside the request's one encoding; the child encodes each
         # for storage (decoding and encoding again gives the same bytes the thread would store).
-        return self._add([APPEND, room, expected, records])
+        return self._add(
+            [APPEND, room, expected, records, kept] if kept else [APPEND, room, expected, records]
+        )
 
     def call(self, op: str, args: list[Any]) -> asyncio.Future[Any]:
         return self._add([CALL, op, args])
@@ -292,8 +297,8 @@ def _fail(futures: list[asyncio.Future[Any]], error: BaseException) -> None:
 
 def _item(raw: list[Any]) -> AppendItem | CallItem:
     if raw[0] == APPEND:
-        _, room, expected, records = raw
-        return AppendItem(room, records, expected)
+        _, room, expected, records, *kept = raw  # kept secrets ride as a fifth element, when any
+        return AppendItem(room, records, expected, kept[0] if kept else ())
     _, op, args = raw
     return call_item(op, args)
 

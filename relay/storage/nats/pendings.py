@@ -1,0 +1,118 @@
+"""The cluster store's open witnessed rolls (spec/fairness.md): the key-value bucket ``tablerelay_pendings``,
+one key per pending event (``ROOM.SEQ.COMMIT`` -> what ``relay.core.fair.kept`` keeps, as MessagePack), so
+any node can complete a roll whose node died, with the witness values stored through any node.
+
+The commit is in the key because two nodes racing for the same seq each store their secret before
+publishing their pending event: only one pending wins the seq, and the loser's key must not overwrite the
+winner's. Values and closing are compare-and-set updates of the key's revision, so a value stored through
+one node and the roll made on another never cross: once closed, the values are final. Kept apart from the
+event stream: nothing here is in any event until the roll's reveal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from relay.storage.base import Record, witness_into
+from relay.storage.codec import decode_record, encode_record
+from relay.storage.nats.connect import bucket_subjects, ensure_bucket
+
+PENDINGS_BUCKET = "tablerelay_pendings"
+#: Compare-and-set tries before giving up (each failed try means another node's value went in).
+CAS_TRIES = 50
+
+
+class PendingVault:
+    """The pendings bucket, made on first use (a store that never witnesses a roll never has one)."""
+
+    def __init__(self, js: JetStreamContext, replicas: int) -> None:
+        self.js = js
+        self.replicas = replicas
+        self._kv: KeyValue | None = None
+
+    async def _bucket(self) -> KeyValue:
+        if self._kv is None:
+            self._kv = await ensure_bucket(self.js, PENDINGS_BUCKET, self.replicas)
+        return self._kv
+
+    @staticmethod
+    def key(room: str, pending: int, commit: str) -> str:
+        return f"{room}.{pending}.{commit}"
+
+    async def put(self, room: str, kept: Record) -> None:
+        """Store what an open roll keeps, before its pending event is published."""
+        kv = await self._bucket()
+        await kv.put(self.key(room, kept["pending"], kept["commit"]), encode_record(kept))
+
+    async def _change(
+        self, room: str, pending: int, commit: str, value: tuple[str, bytes] | None
+    ) -> tuple[str, Record | None]:
+        """Add a witness's ``value``, or close (None): the outcome and the kept map after it."""
+        kv = await self._bucket()
+        key = self.key(room, pending, commit)
+        for _ in range(CAS_TRIES):
+            try:
+                entry = await kv.get(key)
+            except nats.js.errors.NotFoundError:
+                return "missing", None
+            if not entry.value or entry.revision is None:
+                return "missing", None
+            kept = decode_record(entry.value)
+            if value is not None:
+                outcome = witness_into(kept, *value)
+                if outcome != "stored":
+                    return outcome, kept
+            elif kept.get("closed"):
+                return "closed", kept
+            else:
+                kept["closed"], outcome = True, "closed"
+            try:
+                await kv.update(key, encode_record(kept), last=entry.revision)
+            except nats.js.errors.KeyWrongLastSequenceError:
+                continue  # another node changed it meanwhile: read it again
+            return outcome, kept
+        raise RuntimeError(f"pending {pending} of room {room}: too many concurrent changes")
+
+    async def witness(self, room: str, pending: int, commit: str, participant: str, value: bytes) -> str:
+        outcome, _ = await self._change(room, pending, commit, (participant, value))
+        return outcome
+
+    async def close(self, room: str, pending: int, commit: str) -> Record | None:
+        _, kept = await self._change(room, pending, commit, None)
+        return kept
+
+    async def _keys(self, room: str) -> list[str]:
+        await self._bucket()
+        prefix = f"$KV.{PENDINGS_BUCKET}."
+        return [
+            s[len(prefix) :] for s in await bucket_subjects(self.js, PENDINGS_BUCKET, f"{prefix}{room}.>")
+        ]
+
+    async def stored(self, room: str) -> list[Record]:
+        kv = await self._bucket()
+        found: list[Record] = []
+        for key in await self._keys(room):
+            try:
+                entry = await kv.get(key)
+            except nats.js.errors.NotFoundError:
+                continue
+            if entry.value:
+                found.append(decode_record(entry.value))
+        return found
+
+    async def retire(self, room: str, upto: int, keep: Collection[tuple[int, str]]) -> None:
+        still = set(keep)
+        for key in await self._keys(room):
+            _, pending, commit = key.rsplit(".", 2)
+            if pending.isdigit() and int(pending) <= upto and (int(pending), commit) not in still:
+                # The subject purged whole: a deleted key's marker would stay listed for ever.
+                await self.js.purge_stream(f"KV_{PENDINGS_BUCKET}", subject=f"$KV.{PENDINGS_BUCKET}.{key}")
+
+    async def remove(self, room: str) -> None:
+        """Everything kept for a deleted room."""
+        await self._bucket()
+        await self.js.purge_stream(f"KV_{PENDINGS_BUCKET}", subject=f"$KV.{PENDINGS_BUCKET}.{room}.>")
