@@ -149,6 +149,23 @@ for (const form of ["1.x", "2.x"]) describe(`Daggerheart ${form} (Foundry ${form
     assert.deepEqual(await t.gm.module.api.check(message), { state: "verified", seqs: [seq] });
   });
 
+  test("blind and self rolls reach the other player's socket sealed only too (every byte read)", async () => {
+    const t = await table(form);
+    const bytes = [];
+    t.brom.module.client._ws.on("message", (data) => bytes.push(Buffer.from(data)));
+    for (const [rollMode, whisper] of [["blindroll", [GM]], ["selfroll", [ARIA]]]) {
+      const marker = `Secret${rollMode}${Date.now()}`;
+      const actor = new HarnessActor({ id: "aria0000000000001", name: marker, hope: 0 });
+      const { message } = await t.aria.system.duality({ actor, trait: 1, rollMode });
+      assert.deepEqual([...message.whisper].sort(), whisper, `${rollMode}: the system's message goes to its audience`);
+      const seq = message.flags.tablerelay.seq;
+      await until(() => t.events.some((e) => e.seq === seq), 4000, "the GM hears the roll (sealed or not)");
+      await t.aria.module.settled();
+      assert.ok(!Buffer.concat(bytes).includes(Buffer.from(marker)), `${rollMode}: the label never reached Brom's socket`);
+    }
+    assert.ok(!Buffer.concat(bytes).includes(Buffer.from("daggerheart.duality")), "nor any intent");
+  });
+
   test("turned off for the world, or a roll the rules core does not cover: the system resolves it with the relay's faces", async () => {
     const t = await table(form);
     const covered = await t.aria.system.duality({ actor: t.actor, trait: 1, experiences: ["exp1", "exp2"] });
