@@ -26,6 +26,9 @@ def test_js_client_node_suite(tmp_path: Path) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
     env["TABLERELAY_FAIR_DICE"] = "true"
+    # The clients witness GM and hidden rolls; a wait this long keeps an honest value from being late (and
+    # raising an alarm) on a loaded machine.
+    env["TABLERELAY_WITNESS_WAIT_MS"] = "2000"
     with running_relay(tmp_path / "fair", env=env) as fair:
         run_node_suite(
             JS,

@@ -244,8 +244,23 @@ export interface SeedRevealEvent extends EventBase {
   seed: Uint8Array;
 }
 
+/** A witnessed roll announced (spec/fairness.md): who is asked for random bytes before it is made. */
+export interface PendingEvent extends EventBase {
+  kind: "pending";
+  /** The participant who rolls. */
+  roller: string;
+  /** The seed it will use. */
+  n: Int;
+  /** The participant ids asked to witness it, sorted (at most 16). */
+  asked: string[];
+  /** Hex SHA-256 binding its intent and label to a secret nonce the roll reveals. */
+  commit: string;
+}
+
 /** A fairness alarm: a seed reveal that does not match its commitment, a roll that fails its check, a roll
- * that uses a revealed seed, or this client's own roller seed left out or replaced. */
+ * that uses a revealed seed, this client's own roller seed or witness value left out or replaced, a roll that
+ * is not the one its pending event announced (or names none this client received, or a second roll for one),
+ * a pending with no roll in time, or a witnessed roll this client was not offered (docs/fairness.md). */
 export interface FairnessAlarm {
   message: string;
   /** The event that raised it (a roll, or a seed event), when there is one. */
@@ -253,7 +268,7 @@ export interface FairnessAlarm {
   event: RelayEvent | null;
 }
 
-export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent | CampaignEvent | SeedCommitEvent | SeedRevealEvent;
+export type RelayEvent = RollEvent | RevealEvent | ResourceEvent | MemberEvent | CampaignEvent | SeedCommitEvent | SeedRevealEvent | PendingEvent;
 
 export interface Welcome {
   t: "welcome";
@@ -269,6 +284,10 @@ export interface Welcome {
   keys: Jwk[];
   /** With fair dice on: the room's open dice seed, once one is committed. */
   seed?: { n: Int; commit: string };
+  /** With fair dice on: the commitments of every seed from the oldest one the history's rolls use. */
+  seeds?: { n: Int; commit: string }[];
+  /** With fair dice on: how long a witnessed roll waits for its witnesses (a tablerelay addition). */
+  witness_wait_ms?: number;
 }
 
 /** An Ed25519 public key as the server publishes it (RFC 7517, RFC 8037). */
@@ -330,6 +349,10 @@ export interface TableRelayOptions {
    * (fetched once from /.well-known/tablerelay-keys.json) so a server with another key is caught.
    */
   keys?: KeySet | null;
+  /** Offer to witness GM and hidden rolls (default true): pending events that ask are answered by themselves. */
+  witness?: boolean;
+  /** How long past the relay's `witness_wait_ms` a pending may wait for its roll before the alarm (default 5000). */
+  witnessMarginMs?: number;
 }
 
 export interface RollOptions {
@@ -367,6 +390,9 @@ interface Listeners {
   close: (error: TableRelayError) => void;
   seed_commit: (event: SeedCommitEvent, info: DeliveryInfo) => void;
   seed_reveal: (event: SeedRevealEvent, info: DeliveryInfo) => void;
+  pending: (event: PendingEvent, info: DeliveryInfo) => void;
+  /** A reconnect is scheduled: after `delay` ms (jittered), step `attempt` of the backoff, and why. */
+  backoff: (wait: { delay: number; attempt: number; reason: string }) => void;
   /** A roll's verdict changed after it was delivered (its seed was revealed, or the hidden roll was). */
   verdict: (event: OpenRollEvent | SealedRollEvent) => void;
   /** Something in the room's dice is wrong; show it. */
@@ -406,6 +432,8 @@ export declare class TableRelay {
   revealSeed(): Promise<SeedRevealEvent>;
   /** The fairness alarms raised so far (the last 100), oldest first. */
   readonly alarms: readonly FairnessAlarm[];
+  /** Whether the hello offers to witness rolls (the `witness` option). */
+  readonly witness: boolean;
   resource(name: ResourceName, op: ResourceOp, n: Int, options?: { participant?: string }): Promise<ResourceEvent>;
   /** GM only: rename a participant. */
   rename(participant: string, name: string): Promise<TableEvent>;

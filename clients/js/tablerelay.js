@@ -12,8 +12,9 @@
 //
 // Every event is checked against the server's Ed25519 signature (docs/verification.md): `event.verified`
 // is true, or false with `event.verifyError` saying why. With a server rolling fair dice, every roll frame
-// carries 16 fresh bytes as its `seed`, and every roll gets `event.verdict` (docs/fairness.md). Where WebCrypto lacks Ed25519 the client imports
-// @noble/ed25519 (map it too in a browser's import map).
+// carries 16 fresh bytes as its `seed`, every roll gets `event.verdict`, the client answers the pending
+// events that ask it to witness a roll, and anything amiss raises an `alarm` (docs/fairness.md). Where
+// WebCrypto lacks Ed25519 the client imports @noble/ed25519 (map it too in a browser's import map).
 //
 // The parts:
 //   src/protocol.js      protocol version, event kinds, TableRelayError, MessagePack, the event page address
@@ -22,6 +23,7 @@
 //   src/state.js         the room's state (Fear, Hope, members) from welcomes and events
 //   src/connection.js    the socket: hello and resume, backoff, heartbeat, requests in flight
 //   src/fairness.js      fair dice (spec/fairness.md): roller seeds, seed commitments, the HMAC stream, verdicts
+//   src/witness.js       witnessing: answering pending events, and the alarms that hold the relay to them
 //   src/client.js        TableRelay: receiving and delivering events, the requests
 
 import { TableRelay } from "./src/client.js";
@@ -42,5 +44,6 @@ export {
   streamProblem,
 } from "./src/fairness.js";
 export { ed25519Verify, importKeys, verifyCommitment, verifyEvent } from "./src/verification.js";
+export { DEFAULT_WITNESS_MARGIN_MS, DEFAULT_WITNESS_WAIT_MS, WitnessBook, isWitnessed, newWitnessValue } from "./src/witness.js";
 
 export default TableRelay;

@@ -7,6 +7,7 @@ import { SeedBook, VERDICTS, newRollerSeed } from "./fairness.js";
 import { TableRelayError, decodeMsgpack } from "./protocol.js";
 import { STATE_KINDS, applyToState, welcomeState } from "./state.js";
 import { checkReveal, importKeys, verifyEvent } from "./verification.js";
+import { WitnessBook } from "./witness.js";
 
 const FATAL_ERROR_CODES = new Set(["unauthorized", "forbidden", "not_found"]);
 const RECENT_EVENTS = 1000; // events kept so acks (also retried ones) can resolve to their event
@@ -46,6 +47,12 @@ export class TableRelay extends RelayConnection {
     this._seeds = new SeedBook();
     this._rollSeeds = new Map();
     this._ownSealed = new Map();
+    // The pending events this client saw and the witness values it sent for them (src/witness.js).
+    this._witness = new WitnessBook({
+      fail: (roll, reason) => this._seeds.fail(roll, reason),
+      overdue: (seq) => this._alarm(this._witness.overdue(seq), this._recent.get(seq) ?? { seq }),
+    });
+    if (Number.isFinite(options.witnessMarginMs)) this._witness.marginMs = options.witnessMarginMs;
     /** Every fairness alarm raised since this client was made, oldest first. */
     this.alarms = [];
   }
@@ -115,6 +122,9 @@ export class TableRelay extends RelayConnection {
       else this._seeds.awaiting.clear();
     }
     this._alarm(this._seeds.noteOpen(frame.seed), null);
+    // The commitments of the seeds its history's rolls use, which may be older than the history.
+    for (const seed of Array.isArray(frame.seeds) ? frame.seeds : []) this._alarm(this._seeds.noteOpen(seed), null);
+    this._witness.welcome(frame, fresh);
     this._setStatus("open");
     this._emit("welcome", frame, { fresh });
     for (const event of frame.history ?? []) {
@@ -135,6 +145,9 @@ export class TableRelay extends RelayConnection {
     this._emit("state", this.state);
     this._startHeartbeat();
     this._flush();
+    // Pendings still open after the history (announced while away, or answers lost with the last socket).
+    this._answerWitnesses();
+    this._witness.arm();
     this._resolveReady?.(frame);
     this._resolveReady = null;
     this._rejectReady = null;
@@ -193,6 +206,14 @@ export class TableRelay extends RelayConnection {
     try {
       if (event.kind === "roll") {
         this._alarm(await this._seeds.check(room, event), event);
+        for (const alarm of await this._witness.roll(event, this._me())) this._alarm(alarm, event);
+      } else if (event.kind === "pending") {
+        for (const alarm of this._witness.pending(event, this._me())) this._alarm(alarm, event);
+        if (this._welcomedOnSocket && this._witness.liveAfter < event.seq) {
+          // Live: answer at once (the roll waits for it); a welcome's history is answered after it is read.
+          this._answerWitnesses();
+          this._witness.arm();
+        }
       } else if (event.kind === "seed_commit") {
         this._alarm(this._seeds.seedCommitted(event), event);
       } else if (event.kind === "seed_reveal") {
@@ -200,14 +221,48 @@ export class TableRelay extends RelayConnection {
         this._alarm(alarm, event);
         return updated.map((roll) => [roll, roll.verdict === VERDICTS.FAILED ? `Roll ${roll.seq} failed its fairness check: ${roll.verdictReason}.` : null]);
       } else if (event.kind === "reveal" && event.roll && typeof event.roll === "object" && event.roll.fair !== undefined) {
-        const alarm = (await this._seeds.check(room, event.roll)) ?? this._ownSeedAlarm(this._ownSealed.get(event.of), event.roll);
+        let alarm = (await this._seeds.check(room, event.roll)) ?? this._ownSeedAlarm(this._ownSealed.get(event.of), event.roll);
         this._ownSealed.delete(event.of);
+        const problem = alarm ? null : await this._witness.revealed(event.roll, this._me());
+        if (problem) {
+          this._seeds.fail(event.roll, problem);
+          alarm = `Roll ${event.of} failed its fairness check: ${problem}.`;
+        }
         return [[event.roll, alarm]];
       }
     } catch (err) {
       this._emit("error", new TableRelayError("internal", `The fairness check failed: ${err?.message ?? err}`));
     }
     return [];
+  }
+
+  /** Who this client is, for the witness checks. */
+  _me() {
+    return { id: this.you?.id, role: this.you?.role, witness: this.witness };
+  }
+
+  /**
+   * Send a witness value (16 fresh CSPRNG bytes) for every open pending that asks this client and has none
+   * yet; the server's answer is noted, so the roll can be held to it.
+   */
+  _answerWitnesses() {
+    for (const record of this._witness.toAnswer(this._me())) {
+      const frame = { t: "witness", id: this._newId(), pending: record.seq, value: record.value };
+      this._request(frame).then(
+        () => this._witness.answered(record.seq, "ack"),
+        (err) => this._witness.answered(record.seq, ["disconnected", "closed", "timeout"].includes(err?.code) ? "lost" : String(err?.code)),
+      );
+      if (!this._pending.get(frame.id)?.sent) {
+        // Not on the wire (the socket is going): offered again with the same bytes after the next welcome.
+        this._pending.delete(frame.id);
+        this._witness.answered(record.seq, "lost");
+      }
+    }
+  }
+
+  /** The socket is gone: the witness timers stop until the next welcome (a missed roll is not a dropped one). */
+  _socketClosed() {
+    this._witness.disconnected();
   }
 
   /** A roll's verdict changed after it was delivered: the copy this client keeps follows, listeners hear it. */

@@ -11,6 +11,10 @@ import { PROTOCOL_VERSION, TableRelayError, encodeMsgpack, toHex } from "./proto
 // 4001 = first frame was not a hello (a client bug); 4003/4401/4403 = the token was refused.
 const FATAL_CLOSE_CODES = new Set([4001, 4003, 4401, 4403]);
 const NORMAL_CLOSURE = 1000;
+// A heartbeat that times out says the server (or the way to it) is stalled, and then it is stalled for
+// every client of it at once: their reconnects start this many steps into the backoff (1 to 2 s with the
+// defaults), so they are spread over a second rather than arrive within 125 ms of each other.
+const HEARTBEAT_STEPS = 3;
 
 function randomPrefix() {
   const bytes = new Uint8Array(6);
@@ -43,6 +47,8 @@ export class RelayConnection {
     this.token = token;
     this.name = options.name;
     this.formats = options.formats;
+    /** Whether the hello offers to witness rolls (spec/fairness.md); answering is automatic. */
+    this.witness = options.witness !== false;
     this._WebSocket = WebSocketImpl;
     this._reconnect = options.reconnect !== false;
     this._minDelay = options.minDelay ?? 250;
@@ -144,6 +150,7 @@ export class RelayConnection {
     this._setStatus("closed");
     clearTimeout(this._timer);
     this._stopHeartbeat();
+    this._socketClosed();
     const ws = this._ws;
     this._ws = null;
     if (ws && ws.readyState <= 1) ws.close(NORMAL_CLOSURE);
@@ -187,6 +194,7 @@ export class RelayConnection {
     const hello = { t: "hello", v: PROTOCOL_VERSION, token: this.session ?? this.token };
     if (this.name) hello.name = this.name;
     if (this.formats?.length) hello.formats = this.formats;
+    if (this.witness) hello.witness = true;
     if (this.epoch !== null) hello.resume = { epoch: this.epoch, seq: this.seq };
     return hello;
   }
@@ -203,10 +211,11 @@ export class RelayConnection {
     this._ws = null;
     this._stopHeartbeat();
     this._welcomedOnSocket = false;
+    this._socketClosed();
     if (this.status === "closed") return;
     if (FATAL_CLOSE_CODES.has(code)) {
       if (this._dropStaleSession()) {
-        this._open();
+        this._scheduleReconnect("session refused");
         return;
       }
       this._stop(new TableRelayError("unauthorized", reason || `The server refused us (${code}).`, { closeCode: code }));
@@ -233,13 +242,27 @@ export class RelayConnection {
       this._stop(new TableRelayError("disconnected", reason || `The connection closed (${code}).`, { closeCode: code }));
       return;
     }
+    this._scheduleReconnect(reason || `closed (${code})`);
+  }
+
+  /**
+   * The one way every reconnect goes: after the next step of the jittered backoff (a wait of 50 to 100 % of
+   * `minDelay * 2 ** attempt`, at most `maxDelay`), on the next address. Emits "backoff" with the wait.
+   */
+  _scheduleReconnect(reason) {
     this._setStatus("reconnecting");
-    const ceiling = Math.min(this._maxDelay, this._minDelay * 2 ** this._attempt);
+    clearTimeout(this._timer);
+    const attempt = this._attempt;
+    const ceiling = Math.min(this._maxDelay, this._minDelay * 2 ** attempt);
     const delay = ceiling / 2 + Math.random() * (ceiling / 2); // jitter spreads a room's reconnects apart
     this._attempt++;
     this._rotate();
     this._timer = setTimeout(() => this._open(), delay);
+    this._emit("backoff", { delay, attempt, reason });
   }
+
+  /** Hook for the client: the socket is gone (closed, or the client stopped). */
+  _socketClosed() {}
 
   /** The next address of `urls`: a node that died takes its sockets with it, so the retry goes elsewhere. */
   _rotate() {
@@ -247,17 +270,25 @@ export class RelayConnection {
     this.url = this.urls[(this.urls.indexOf(this.url) + 1) % this.urls.length];
   }
 
-  /** Drop the current socket and reconnect at once (resuming); e.g. when the page comes back online. */
+  /**
+   * Drop the current socket and reconnect (resuming) after the backoff's first step, started over; e.g.
+   * when the page comes back online.
+   */
   reconnectNow() {
+    this._restartSocket(0, "client reconnect");
+  }
+
+  /** Close the socket (if any) and reconnect through the backoff, from step `fromStep` at least. */
+  _restartSocket(fromStep, reason) {
     if (this.status === "closed" || this.status === "idle") return;
     clearTimeout(this._timer);
-    this._attempt = 0;
+    this._attempt = fromStep === 0 ? 0 : Math.max(this._attempt, fromStep);
     const ws = this._ws;
     if (ws) {
-      ws.close(4000, "client reconnect");
-      this._afterClose(ws, 4000, "client reconnect");
+      ws.close(4000, reason);
+      this._afterClose(ws, 4000, reason);
     } else {
-      this._open();
+      this._scheduleReconnect(reason);
     }
   }
 
@@ -266,7 +297,8 @@ export class RelayConnection {
     if (!this._pingInterval) return;
     this._heartbeat = setInterval(() => {
       this.ping({ timeout: this._pingTimeout }).catch((err) => {
-        if (err.code === "timeout") this.reconnectNow();
+        // Not started over: a stalled server is stalled for all its clients (HEARTBEAT_STEPS).
+        if (err.code === "timeout") this._restartSocket(HEARTBEAT_STEPS, "heartbeat timeout");
       });
     }, this._pingInterval);
     this._heartbeat.unref?.();

@@ -162,7 +162,8 @@ describe("verdicts", () => {
   test("awaiting seed until the GM reveals it, then fair for a player's roll and unwitnessed for the GM's", async () => {
     const { relay, room } = await fairRoom();
     const gm = await join(relay, room.gm, { name: "GM" });
-    const player = await join(relay, room.player, { name: "Ana" });
+    // Not a witness: the GM's roll then has no outside contribution (witnessing.test.mjs has the other case).
+    const player = await join(relay, room.player, { name: "Ana", witness: false });
     const watcher = await join(relay, room.spectator);
     const raised = [...[gm, player, watcher].map(alarms)];
     const mine = await player.roll(d20, { label: "mine" });

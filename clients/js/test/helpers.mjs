@@ -7,7 +7,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { TableRelay } from "../tablerelay.js";
@@ -15,15 +15,21 @@ import { TableRelay } from "../tablerelay.js";
 const here = fileURLToPath(new URL(".", import.meta.url));
 const repo = resolve(here, "..", "..", "..");
 
-async function startOwnRelay(extraEnv = {}) {
-  const cli = join(repo, ".venv", "bin", "tablerelay");
+/** The `tablerelay` command: the one the Python runner names, else the repository's .venv's. */
+const defaultCli = () => process.env.TABLERELAY_TEST_CLI || join(repo, ".venv", "bin", "tablerelay");
+
+/**
+ * A relay process of its own, on a fresh data folder; `argv` is the command that serves (the real `tablerelay`
+ * by default), `cli` the one that makes rooms.
+ */
+async function startOwnRelay(extraEnv = {}, argv = null) {
+  const cli = defaultCli();
   const data = mkdtempSync(join(tmpdir(), "tablerelay-node-"));
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("TABLERELAY_")));
   const env = { ...inherited, TABLERELAY_SECRET: `node-tests-secret-${process.pid}-${Date.now()}-${Math.random()}`, ...extraEnv };
-  const child = spawn(cli, ["serve", "--host", "127.0.0.1", "--port", "0", "--data", data, "--log-format", "json"], {
-    env,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const [command, ...prefix] = argv ?? [cli];
+  const args = [...prefix, "serve", "--host", "127.0.0.1", "--port", "0", "--data", data, "--log-format", "json"];
+  const child = spawn(command, args, { cwd: repo, env, stdio: ["ignore", "ignore", "pipe"] });
   process.on("exit", () => {
     child.kill();
     rmSync(data, { recursive: true, force: true });
@@ -73,9 +79,28 @@ export function fairServer() {
         cli: process.env.TABLERELAY_TEST_CLI,
         env: process.env,
       })
-    : startOwnRelay({ TABLERELAY_FAIR_DICE: "true" });
+    : startOwnRelay({ TABLERELAY_FAIR_DICE: "true", TABLERELAY_WITNESS_WAIT_MS: String(CHEAT_WITNESS_WAIT_MS) });
   return fair;
 }
+
+const cheating = new Map();
+
+/**
+ * A relay that cheats at fair dice (tests/fairness/cheating_relay.py: "drop", "replace", "reroll", "unasked",
+ * or "honest" for the control), rolling fair dice with a witness wait long enough for a loaded machine:
+ * started on first use. `witnessWaitMs` is the wait it was given.
+ */
+export function cheatingServer(cheat) {
+  if (!cheating.has(cheat)) {
+    const python = join(dirname(defaultCli()), "python");
+    const env = { TABLERELAY_FAIR_DICE: "true", TABLERELAY_WITNESS_WAIT_MS: String(CHEAT_WITNESS_WAIT_MS) };
+    cheating.set(cheat, startOwnRelay(env, [python, "-m", "tests.fairness.cheating_relay", cheat]));
+  }
+  return cheating.get(cheat);
+}
+
+/** The witness wait of the cheating relays (ms): long, so an honest value is never late on a busy machine. */
+export const CHEAT_WITNESS_WAIT_MS = 2000;
 
 let rooms = 0;
 

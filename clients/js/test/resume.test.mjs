@@ -104,6 +104,34 @@ test("the heartbeat notices a dead connection and reconnects", async () => {
   assert.equal(spectator.status, "open");
 });
 
+test("a heartbeat timeout reconnects through the jittered backoff, a few steps in, not at once (#37)", async () => {
+  const room = createRoom();
+  const nets = [socketFactory(), socketFactory()];
+  const clients = [];
+  for (const net of nets) {
+    clients.push(await connect(room.spectator, { WebSocket: net.WebSocket, pingInterval: 100, pingTimeout: 200, minDelay: 20, maxDelay: 10_000 }));
+  }
+  const waits = clients.map((client) => {
+    const list = [];
+    client.on("backoff", (wait) => list.push(wait));
+    return list;
+  });
+  for (const net of nets) net.last().deaf = true; // a stalled server: no pong for anyone
+  await until(() => clients.every((c, i) => nets[i].sockets.length >= 2 && c.status === "open"), 8000, "both reconnect");
+  for (const list of waits) {
+    assert.equal(list[0].reason, "heartbeat timeout");
+    assert.equal(list[0].attempt, 3, "the backoff is not started over by a heartbeat timeout");
+    // Step 3: 50 to 100 % of minDelay * 2 ** 3.
+    assert.ok(list[0].delay >= 80 && list[0].delay <= 160, `waited ${list[0].delay} ms`);
+  }
+  assert.notEqual(waits[0][0].delay, waits[1][0].delay, "jittered: two clients of one stalled server wait differently");
+  // A reconnect asked for by hand starts the backoff over, and still waits its (jittered) first step.
+  clients[0].reconnectNow();
+  await until(() => waits[0].length === 2, 8000, "the second backoff");
+  assert.equal(waits[0][1].attempt, 0);
+  assert.ok(waits[0][1].delay >= 10 && waits[0][1].delay <= 20, `waited ${waits[0][1].delay} ms`);
+});
+
 test("with several addresses (a cluster's nodes) each reconnect tries the next one and resumes", async () => {
   const room = createRoom();
   const gm = await connect(room.gm, { name: "GM" });

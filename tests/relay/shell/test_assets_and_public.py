@@ -16,7 +16,7 @@ from relay.shell.http import assets
 def test_a_checkout_serves_exactly_the_declared_files_of_each_client() -> None:
     js = [relative for relative, _ in assets.client_paths("js")]
     parts = ["src/client.js", "src/connection.js", "src/fairness.js", "src/protocol.js", "src/signing.js"]
-    parts += ["src/state.js", "src/verification.js"]
+    parts += ["src/state.js", "src/verification.js", "src/witness.js"]
     assert js == [*parts, "tablerelay.d.ts", "tablerelay.js"], "not its tests, package files or node_modules"
     web = dict(assets.client_paths("web"))
     assert {"watch.html", "table.html", "feed.js", "tablerelay.css"} <= set(web)
