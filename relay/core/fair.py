@@ -152,6 +152,12 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         if open_roll.roller.id == session.id and open_roll.frame.id == frame.id:
             open_roll.acks.append((session, frame.id))  # a retry while witnesses answer: the same roll
             return []
+    elsewhere = room.pending.pendings.keys() - state.open.keys() - state.refused
+    if any(room.pending.pendings[seq].roller == session.id for seq in elsewhere):
+        # Its roll is held by another node (or by what a node left behind): this may be a retry of it, which
+        # must not roll again; it is answered once that roll is stored.
+        message = "Your last roll is still waiting for its witnesses; try again in a moment."
+        return _error(session, "conflict", message, frame.id)
     busy = _holding(room, state)  # an open roll holds its seed: no reveal until it is made
     plan = state.seeds.for_roll(room.pending, room.now(), hold=busy)
     if plan is None:
@@ -261,7 +267,8 @@ def complete(room: Room, state: FairState, seq: int, stored: Mapping[str, Any] |
         state.done(seq, open_roll.asked)
         return made + prepare(room, state)
     appends[0].completes = seq
-    open_roll.made, open_roll.acks = appends[0].ack_seq, []
+    open_roll.made = next(r["seq"] for r in appends[0].records if r["kind"] == "roll")
+    open_roll.acks = []
     waited = Measure("witness_wait_seconds", max(0, room.now() - open_roll.opened) / 1000)
     missing = Measure("witness_missing", len(open_roll.asked) - len(open_roll.values))
     return [*made, waited, missing, *prepare(room, state)]
