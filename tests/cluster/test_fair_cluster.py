@@ -1,0 +1,100 @@
+"""Witnessed rolls across relay nodes (spec/fairness.md, spec/cluster.md), real nodes on a real NATS cluster:
+a witness's value stored through a node that does not hold the roll is kept in the shared store, and when
+the node that made the pending dies, another node makes its roll from the store, once, with that value;
+the roller's retry through the other node gets that roll's seq; both verifiers call it fair.
+
+No timed assertions: the checks are on what was stored and in which order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from relay.fairness import verify_fair
+from tests import spec_fairness
+from tests.cluster.conftest import Nodes
+from tests.cluster.natsd import NatsCluster
+from tests.cluster.test_cluster import stored
+from tests.e2e.test_fair_dice import DICE, FAIR, witness_client
+
+
+def roll_frame(rid: str) -> dict[str, Any]:
+    return {"t": "roll", "id": rid, "intent": DICE, "visibility": "public", "seed": bytes(16)}
+
+
+async def test_a_pending_made_on_one_node_is_completed_by_another_when_the_first_dies(
+    nats: NatsCluster, nodes_factory: Callable[..., Nodes], clients: Any
+) -> None:
+    nodes = nodes_factory(nats, **FAIR, TABLERELAY_WITNESS_WAIT_MS="3000")
+    a, b = nodes.nodes
+    room = await nodes.acreate_room("A node dies mid-roll")
+    gm = await clients.join(a.url, room.gm, "gm-a")
+    # A roll asks the witnesses connected to the node that takes it; ana is on A, and on B with a second
+    # socket (her session token: the same participant), through which she answers.
+    ana_a = await witness_client(clients, a, room.player, "ana-a")
+    ana = await witness_client(clients, b, ana_a.welcome["session"], "ana-b")
+    assert ana.id == ana_a.id
+    await witness_client(clients, a, room.player, "bo-a")  # asked, never answers
+    watch = await clients.join(b.url, room.spectator, "watch-b")
+    await gm.send(roll_frame("g1"))
+    pending = await ana.next("event", kind="pending")
+    assert pending["roller"] == gm.id
+    answer = await ana.request({"t": "witness", "id": "w1", "pending": pending["seq"], "value": b"a" * 16})
+    assert answer == {"t": "ack", "id": "w1", "seq": pending["seq"]}, (
+        "stored through B, which does not hold it"
+    )
+    await asyncio.to_thread(a.kill)  # node A, which holds the roll in memory, dies (SIGKILL)
+
+    made = await watch.next("event", kind="roll", timeout=30)
+    assert made["fair"]["pending"] == pending["seq"]
+    assert made["fair"]["witnesses"] == [[ana.id, b"a" * 16]], "the value stored through B"
+    gm = await clients.join(b.url, room.gm, "gm-b")
+    again = await gm.request(roll_frame("g1"))
+    assert again == {"t": "ack", "id": "g1", "seq": made["seq"]}, "the roller's retry is that roll"
+    assert (await gm.request({"t": "seed", "id": "s1", "op": "reveal"}))["t"] == "ack"
+    await gm.ping()
+
+    records = await stored(nats.store, room.id)
+    naming = [r["seq"] for r in records if r["kind"] == "roll" and r["fair"]["pending"] == pending["seq"]]
+    assert naming == [made["seq"]], "exactly one roll names the pending"
+    assert [r["kind"] for r in records].count("roll") == 1
+    assert verify_fair(records, room.id)[made["seq"]].verdict == "fair"
+    assert spec_fairness.verdicts(records, room.id)[made["seq"]] == "fair"
+    assert made["fair"]["nonce"].hex() not in b.log_text(), "no nonce in a log line"
+
+
+async def test_the_node_holding_a_roll_merges_a_value_stored_through_another_and_the_roll_is_made_once(
+    nats: NatsCluster, nodes_factory: Callable[..., Nodes], clients: Any
+) -> None:
+    nodes = nodes_factory(nats, **FAIR, TABLERELAY_WITNESS_WAIT_MS="2000")
+    a, b = nodes.nodes
+    room = await nodes.acreate_room("Two live nodes")
+    gm = await clients.join(a.url, room.gm, "gm-a")
+    ana_a = await witness_client(clients, a, room.player, "ana-a")
+    ana = await witness_client(clients, b, ana_a.welcome["session"], "ana-b")
+    bo = await witness_client(clients, a, room.player, "bo-a")
+    watch = await clients.join(b.url, room.spectator, "watch-b")
+    await gm.send(roll_frame("g1"))
+    pending = await ana.next("event", kind="pending")
+    answer = await ana.request({"t": "witness", "id": "w1", "pending": pending["seq"], "value": b"a" * 16})
+    assert answer["t"] == "ack", answer
+    twice = await ana_a.request({"t": "witness", "id": "w2", "pending": pending["seq"], "value": b"c" * 16})
+    assert twice["t"] == "error", "one value per witness, whichever node it reaches"
+    assert twice["code"] == "conflict", twice
+    made = await gm.answer("g1", timeout=30)
+    assert made["t"] == "ack", made
+    event = await watch.event(made["seq"])
+    assert event["fair"]["witnesses"] == [[ana.id, b"a" * 16]], "node A merged the value stored through B"
+    # A value after the roll is refused; the retry through B is that roll; B rolls nothing of its own.
+    late = await bo.request({"t": "witness", "id": "late", "pending": pending["seq"], "value": b"b" * 16})
+    assert late["t"] == "error", late
+    again = await clients.join(b.url, room.gm, "gm-b")
+    assert (await again.request(roll_frame("g1"))) == {"t": "ack", "id": "g1", "seq": made["seq"]}
+    extra = await again.request({"t": "roll", "id": "g2", "intent": DICE, "visibility": "public"})
+    assert extra["t"] == "ack", extra
+    records = await stored(nats.store, room.id)
+    assert [r["seq"] for r in records if r["kind"] == "roll" and r["fair"]["pending"] == pending["seq"]] == [
+        made["seq"]
+    ]
