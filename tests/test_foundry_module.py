@@ -4,15 +4,19 @@ The suite drives the module inside a harness of the Foundry globals it touches (
 real WebSocket connections to this relay: fulfillment, chat messages, audiences, reveals, reloads, Fear, and
 the translations (every string in lang/en.json, and a world in a pseudo-language built from it), and the
 Daggerheart and Draw Steel systems' own rolls resolved by the relay (harnesses of their roll entry points).
+A second relay rolls fair dice (``TABLERELAY_FAIR_DICE=true``, spec/fairness.md) for ``test/fairness.test.mjs``
+(each card's verdict, its change at a GM's seed reveal, the players' witness answers, an alarm): its address
+and data folder come as ``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.browser.relay_process import ROOT
+from tests.browser.relay_process import ROOT, running_relay
 from tests.node_suite import run_node_suite
 
 FOUNDRY = ROOT / "clients" / "foundry"
@@ -23,4 +27,12 @@ def test_foundry_module_node_suite(tmp_path: Path) -> None:
     assert (ROOT / "clients" / "js" / "node_modules" / "ws").is_dir(), (
         "run scripts/setup.d/js-client.sh (npm ci in clients/js) first"
     )
-    run_node_suite(FOUNDRY, tmp_path / "data", at_least=71)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+    env["TABLERELAY_FAIR_DICE"] = "true"
+    with running_relay(tmp_path / "fair", env=env) as fair:
+        run_node_suite(
+            FOUNDRY,
+            tmp_path / "data",
+            at_least=78,
+            env={"TABLERELAY_TEST_FAIR_URL": fair.ws_url, "TABLERELAY_TEST_FAIR_DATA": str(fair.data)},
+        )

@@ -17,3 +17,5 @@ export {
 // reach into the repository's layout themselves.
 /** @typedef {import("../../js/tablerelay.js").Intent} Intent */
 /** @typedef {import("../../js/tablerelay.js").KeySet} KeySet */
+/** @typedef {import("../../js/tablerelay.js").Format} Format */
+/** @typedef {import("../../js/tablerelay.js").FairnessAlarm} FairnessAlarm */

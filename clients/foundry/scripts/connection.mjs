@@ -4,6 +4,7 @@
 // relay by the lead GM.
 
 import { TableRelay, TableRelayError } from "./client.mjs";
+import { watchFairness } from "./fairness.mjs";
 import { noteFaces } from "./marks.mjs";
 import { postEvent } from "./posting.mjs";
 import { MODULE_ID, relayAddress } from "./settings.mjs";
@@ -31,17 +32,23 @@ export function connect(/** @type {TableRelayModule} */ module) {
   }
   const cursor = module.setting("cursor") ?? {};
   const mine = cursor.key === tokenKey(token);
-  const client = new TableRelay(url, token, {
-    formats: ["foundry"],
+  const options = {
+    formats: /** @type {import("./client.mjs").Format[]} */ (["foundry"]),
     name: module.game.user.name,
     session: mine && cursor.session ? cursor.session : undefined,
     WebSocket: module.env.WebSocket ?? globalThis.WebSocket,
-  });
+    // Fair dice (spec/fairness.md): this client witnesses GM rolls and hidden rolls, its random bytes going into
+    // their dice. The relay asks players only (a GM is never an outside witness), so a GM's client may say it too.
+    witness: true,
+  };
+  const client = new TableRelay(url, token, options);
   if (mine && typeof cursor.epoch === "string") {
     // Resume where this browser left off: the events missed while it was away arrive as news.
     Object.assign(client, { epoch: cursor.epoch, seq: Number(cursor.seq) || 0 });
   }
   module.client = client;
+  // Before the chat's listener below: a roll's verdict is known when its card is drawn.
+  watchFairness(module, client);
   client.on("status", (/** @type {string} */ status) => {
     if (module.client !== client) return;
     setStatus(module, status);

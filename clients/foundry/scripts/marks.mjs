@@ -4,6 +4,7 @@
 
 import { checkMessage, firstShown, plainVerdict, rollsKey, shownBefore, shownTwice } from "./check.mjs";
 import { eventPageUrl, importKeys } from "./client.mjs";
+import { decorateFairness } from "./fairness.mjs";
 import { FLAG_SCOPE } from "./messages.mjs";
 import { authorUser } from "./posting.mjs";
 import { MODULE_ID, relayAddress } from "./settings.mjs";
@@ -45,6 +46,8 @@ export function decorate(/** @type {TableRelayModule} */ module, /** @type {Chat
   const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? keptCheck(module, checkKey(message))?.value);
   const target = element.querySelector(".message-content") ?? element;
   target.insertAdjacentHTML("beforeend", `<div data-tablerelay-mark>${markHTML(known ?? { state: "checking" }, flags, options, module.game.i18n)}</div>`);
+  // Fair dice: this client's verdict on the roll's dice, beside the signature mark (fairness.mjs).
+  decorateFairness(module, message, target);
   if (known) return;
   const slot = target.querySelector?.("[data-tablerelay-mark]");
   void module.verdict(message).then((verdict) => {

@@ -5,6 +5,7 @@
 //   dice.mjs        Foundry's dice through the relay: the fulfillment method, Roll#evaluate, faces requests
 //   posting.mjs     relay events posted as ChatMessages, and reveals turning sealed cards into the roll
 //   marks.mjs       each message's mark: this client's check of it against the relay's signatures
+//   fairness.mjs    each relay roll's fair dice verdict beside that mark, and the alarms' notice and banner
 //
 // Everything Foundry is reached through `env` (in Foundry, globalThis), so the Node tests can run several
 // Foundry clients side by side in one process, each with its own harness of the globals.
@@ -77,6 +78,12 @@ export class TableRelayModule {
     this.powerPrompt = null;
     /** @type {Map<string, { seq: number, ts: number, actor: { id: string, name: string }, values: number[] }>} faces events received, by room:epoch:seq */
     this.faces = new Map();
+    /** @type {Map<string, import("./fairness.mjs").Judgement>} this client's verdicts on the fair dice of the rolls it received, by room:epoch:seq */
+    this.judgements = new Map();
+    /** @type {Map<string, Set<{ slot: Element, keys: string[] }>>} the cards' verdict marks drawn, by the roll they show, to redraw */
+    this.fairSlots = new Map();
+    /** @type {Array<{ message: string, seq: number|null }>} this session's fairness alarms, newest first (the red banner) */
+    this.alarms = [];
     this.broker = new FacesBroker({
       request: (request) => requestFaces(this, request),
       connected: () => this.connected,
@@ -104,6 +111,8 @@ export class TableRelayModule {
        */
       unshown: () => module.unshown(),
       reveal: (/** @type {number} */ seq) => connectedClient(module).reveal(seq),
+      /** GM only: reveal the room's open dice seed now (spec/fairness.md); every card waiting for it gets its verdict. */
+      revealSeed: () => connectedClient(module).revealSeed(),
       resource: (/** @type {"fear"|"hope"} */ name, /** @type {"gain"|"spend"|"set"} */ op, /** @type {number} */ n, options = {}) =>
         connectedClient(module).resource(name, op, n, options),
       get connected() {

@@ -8,6 +8,7 @@ import { TableRelay } from "../../js/tablerelay.js";
 import { postsFor } from "./chatline.js";
 import { CommandError, parseCommand } from "./commands.js";
 import { schedule } from "./election.js";
+import { FairBook } from "./fairness.js";
 import { PostedLog } from "./posted.js";
 import { normalizeSettings } from "./settings.js";
 
@@ -23,6 +24,8 @@ import { normalizeSettings } from "./settings.js";
  * @property {(state: { fear: number, hope: Record<string, number>, limits: { fear: number, hope: number }, you: { id: string, role: string } | null, names: Record<string, string> }) => void} state
  * @property {(message: string) => void} error
  * @property {(message: string) => void} note  a private line only this player sees (a self roll's result)
+ * @property {(book: FairBook) => void} [fair]  fair dice: the verdicts of the rolls linked, and the alarms (a
+ *   red banner); called whenever either changes
  */
 
 /** @type {View} */
@@ -65,6 +68,8 @@ export class Bridge {
     /** The highest seq delivered on this connection's log. */
     this._seen = 0;
     this._stopIntercept = null;
+    /** Fair dice (spec/fairness.md): this browser's verdicts on the rolls it links, and its alarms. */
+    this.fair = new FairBook();
   }
 
   /** Connect and start posting. Resolves with the first welcome (rejects if the token is refused). */
@@ -95,6 +100,17 @@ export class Bridge {
       this._chain = this._chain.then(() => this._event(event, info, members)).catch((e) => this.view.error(String(e)));
     });
     client.on("state", () => this._showState());
+    // The JS client judges every roll of a fair room as it arrives, again when its seed (or the hidden roll)
+    // is revealed, and raises an alarm when the server's dice do not check out.
+    client.on("roll", (event) => {
+      if (this.fair.note(event)) this.view.fair?.(this.fair);
+    });
+    client.on("verdict", (event) => {
+      if (this.fair.note(event, { add: false })) this.view.fair?.(this.fair);
+    });
+    client.on("alarm", (alarm) => {
+      if (this.fair.alarm(alarm)) this.view.fair?.(this.fair);
+    });
     return client.connect();
   }
 

@@ -30,6 +30,7 @@ const view = {
   state: (s) => overlay.state(s),
   error: (m) => overlay.error(m),
   note: (m) => overlay.note(m),
+  fair: (book) => overlay.fair(book),
 };
 
 let generation = 0;

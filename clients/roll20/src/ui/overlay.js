@@ -1,7 +1,10 @@
 // The overlay in the Roll20 page: the connection badge, the room's Fear and Hope, the GM's buttons, and
 // the bridge's messages. It lives in a shadow root so Roll20's styles and the bridge's never mix.
 
+import { svgIcon, verdictWords } from "../fairness.js";
+
 /** @typedef {import("../bridge.js").BadgeStatus} BadgeStatus */
+/** @typedef {import("../fairness.js").FairBook} FairBook */
 
 const STYLE = `
 :host { all: initial; }
@@ -25,6 +28,16 @@ button:hover { background: #4b4568; } button:focus-visible { outline: 2px solid 
 .message.error { background: #5a1f25; } .message.note { background: #2c3a55; }
 .collapsed .body, .collapsed .messages { display: none; }
 .hint { color: #aaa; font-size: 12px; }
+.fair { padding: 4px 8px 6px; border-top: 1px solid #3a3550; } .fair h2 { font-size: 11px; margin: 0 0 2px; color: #aaa; font-weight: 600; }
+.fair ul { list-style: none; margin: 0; padding: 0; } .fair li { margin: 2px 0; }
+.fair .roll { display: flex; align-items: center; gap: 6px; } .fair .what { flex: 1; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: #ccc; }
+.fair-badge { display: inline-flex; align-items: center; gap: 4px; font-size: 11px; padding: 0 6px; border-radius: 10px; }
+.fair-badge.fair { color: #5fd08a; } .fair-badge.unwitnessed { color: #aaa; } .fair-badge.awaiting-seed { color: #e0b84a; }
+.fair-badge.sealed { color: #c9a7ff; } .fair-badge.failed { color: #1a0000; background: #ff6b6b; border-color: #ff6b6b; font-weight: 700; }
+.fair-note { margin: 2px 0 0; font-size: 11px; color: #bbb; } .fair-note.failed { color: #ff8a8a; }
+.alarm { padding: 6px 8px; background: #a02c2c; color: #fff; border-bottom: 1px solid #ff6b6b; }
+.alarm .head { display: flex; align-items: center; gap: 6px; font-weight: 700; } .alarm ul { margin: 4px 0 0; padding-left: 18px; font-size: 12px; }
+.collapsed .fair { display: none; }
 `;
 
 export class Overlay {
@@ -58,7 +71,10 @@ export class Overlay {
     this.body = this._el("div", { class: "body" });
     this.body.append(this._el("div", { class: "hint" }, "Not connected yet."));
     this.messages = this._el("div", { class: "messages", "aria-live": "polite" });
-    this.panel.append(header, this.body, this.messages);
+    // Fair dice: the red banner of alarms (shown even when the panel is folded) and the rolls' verdicts.
+    this.alarmBox = this._el("section", { class: "alarm", role: "alert", "aria-label": "Fairness alarm", hidden: "" });
+    this.fairBox = this._el("section", { class: "fair", "aria-label": "Fair dice", hidden: "" });
+    this.panel.append(header, this.alarmBox, this.body, this.fairBox, this.messages);
     this.root.append(style, this.panel);
     (doc.body ?? doc.documentElement).append(this.host);
   }
@@ -108,6 +124,44 @@ export class Overlay {
     const b = this._el("button", { type: "button", title, "aria-label": title, "data-op": op }, text);
     b.addEventListener("click", () => this.actions.onResource?.(name, op, participant));
     return b;
+  }
+
+  /**
+   * Fair dice: each linked roll's verdict, a badge with its explanation on hover (title) and on a tap (a note
+   * below it), and the red banner of this session's alarms.
+   * @param {FairBook} book
+   */
+  fair(book) {
+    const open = new Set([...this.fairBox.querySelectorAll("[aria-expanded=true]")].map((b) => b.closest("li")?.dataset.seq));
+    const rows = book.list().map((j) => {
+      const { word, explanation, kind } = verdictWords(j);
+      const row = this._el("li", { "data-seq": String(j.seq), "data-verdict": j.verdict });
+      const badge = this._el("button", { type: "button", class: `fair-badge ${kind.replace(/\s+/g, "-")}`, "data-verdict": kind, title: explanation, "aria-label": `${word}. ${explanation}`, "aria-expanded": "false" });
+      badge.append(svgIcon(this.doc, kind), this._el("span", { class: "fair-word" }, word));
+      const line = this._el("div", { class: "roll" });
+      line.append(this._el("span", { class: "what", title: j.label }, `#${j.seq}${j.label ? ` ${j.label}` : ""}`), badge);
+      row.append(line);
+      const note = this._el("p", { class: `fair-note ${kind === "failed" ? "failed" : ""}`, role: "note", hidden: "" }, explanation);
+      row.append(note);
+      const toggle = (show) => {
+        badge.setAttribute("aria-expanded", String(show));
+        note.hidden = !show;
+      };
+      badge.addEventListener("click", () => toggle(note.hidden));
+      if (open.has(String(j.seq))) toggle(true);
+      return row;
+    });
+    this.fairBox.replaceChildren(this._el("h2", {}, "Fair dice"), this._el("ul", {}, undefined));
+    this.fairBox.querySelector("ul")?.append(...rows);
+    this.fairBox.hidden = rows.length === 0;
+    if (book.alarms.length) {
+      const head = this._el("div", { class: "head" });
+      head.append(svgIcon(this.doc, "alarm", 16), this._el("span", {}, "Fairness alarm: the server's dice cannot be trusted."));
+      const list = this._el("ul");
+      list.append(...book.alarms.map((a) => this._el("li", { "data-seq": String(a.seq ?? "") }, a.message)));
+      this.alarmBox.replaceChildren(head, list);
+    }
+    this.alarmBox.hidden = book.alarms.length === 0;
   }
 
   /** @param {string} message */

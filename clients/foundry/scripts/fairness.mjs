@@ -1,0 +1,249 @@
+// Fair dice (spec/fairness.md) in Foundry's chat: each relay roll's card carries this client's verdict on its
+// dice beside the signature mark, redrawn in place when the verdict changes (a dice seed's reveal, a hidden
+// roll's reveal), and a fairness alarm raises a Foundry notification and a red banner.
+//
+// The verdicts are the JS client's (clients/js/src/fairness.js): every client recomputes the dice of the rolls
+// it receives, so a card's verdict is this browser's own finding, never a flag the poster wrote (any user can
+// write flags). A roll this client did not receive since it connected (before a reload's resume point) shows no
+// verdict here; the relay's /events page and `tablerelay verify --fair` judge it.
+//
+// Icons are inline SVG: a font glyph (a check mark) shows as an empty box in a browser without an emoji font.
+
+import { FLAG_SCOPE } from "./messages.mjs";
+import { escapeHTML } from "./ui.mjs";
+
+/** @typedef {import("./module.mjs").TableRelayModule} TableRelayModule */
+/** @typedef {import("./ui.mjs").Localizer} Localizer */
+
+/**
+ * This client's verdict on one relay roll: the JS client's `verdict` and `verdictReason`, the number of
+ * witness values the roll carries and its dice seed.
+ * @typedef {{ verdict: string, reason: string, witnesses: number, n: number|null }} Judgement
+ */
+
+/** Verdicts kept (the newest): a card older than that shows none until its roll is received again. */
+const KEPT_VERDICTS = 2000;
+/** Alarms the banner lists, the newest. */
+const KEPT_ALARMS = 20;
+/** Which verdict a card of several relay events (a Foundry roll's faces) shows: the worst of them. */
+const WORST_FIRST = ["failed", "sealed", "awaiting seed", "unwitnessed", "fair"];
+
+/** Listen to a relay connection's verdicts and alarms (connection.mjs calls it for each client it opens). */
+export function watchFairness(/** @type {TableRelayModule} */ module, /** @type {import("./client.mjs").TableRelay} */ client) {
+  // A card may be drawn before this client receives its roll (another client posted it first): the roll's
+  // arrival, like a later change of its verdict, draws the card's mark again.
+  const judged = (/** @type {any} */ event) => {
+    if (module.client !== client) return;
+    const key = noteVerdict(module, client, event);
+    if (key) redraw(module, key);
+  };
+  client.on("event", (/** @type {any} */ event) => {
+    if (event?.kind === "roll") judged(event);
+  });
+  client.on("verdict", judged);
+  client.on("alarm", (/** @type {import("./client.mjs").FairnessAlarm} */ alarm) => {
+    if (module.client === client) raiseAlarm(module, alarm);
+  });
+}
+
+/** The key of a roll of this client's room: room, epoch (the log) and seq, as a message's flags name it. */
+function keyOf(/** @type {string} */ room, /** @type {string} */ epoch, /** @type {number} */ seq) {
+  return `${room}:${epoch}:${seq}`;
+}
+
+/**
+ * A seq from a message's flags, or NaN. Flags are whatever JSON the poster stored (a macro may write
+ * `{ "toString": 1 }`, which throws wherever it is turned into a number), so only numbers and numeric text.
+ * @param {unknown} value
+ */
+function seqOf(value) {
+  return typeof value === "number" ? value : typeof value === "string" ? Number(value) : NaN;
+}
+
+/**
+ * Keep a roll's verdict, if it has one (a relay without fair dice gives none). Returns its key, or null.
+ * @param {TableRelayModule} module @param {import("./client.mjs").TableRelay} client @param {any} event
+ */
+function noteVerdict(module, client, event) {
+  if (typeof event?.verdict !== "string" || !client.room?.id || !client.epoch) return null;
+  const key = keyOf(client.room.id, client.epoch, seqOf(event.seq));
+  const witnesses = Array.isArray(event.fair?.witnesses) ? event.fair.witnesses.length : 0;
+  const n = Number.isInteger(event.fair?.n) ? Number(event.fair.n) : null;
+  module.judgements.delete(key); // re-inserted as the newest
+  module.judgements.set(key, { verdict: event.verdict, reason: String(event.verdictReason ?? ""), witnesses, n });
+  if (module.judgements.size > KEPT_VERDICTS) module.judgements.delete(/** @type {string} */ (module.judgements.keys().next().value));
+  return key;
+}
+
+/**
+ * The relay rolls a message shows, as keys: a Foundry roll's faces events, or the one event it shows (a
+ * revealed card names its roll's seq). None for a message that is not the relay's.
+ * @param {Record<string, any>|undefined} flags
+ * @returns {string[]}
+ */
+export function rollKeys(flags) {
+  if (!flags || flags.via !== true || typeof flags.room !== "string" || typeof flags.epoch !== "string") return [];
+  const seqs = (Array.isArray(flags.seqs) ? flags.seqs : flags.seq !== undefined ? [flags.seq] : []).map(seqOf);
+  // One unreadable seq and the message's verdict cannot be told: none is shown (its signature mark fails it).
+  return seqs.every((s) => Number.isInteger(s)) ? seqs.map((s) => keyOf(flags.room, flags.epoch, s)) : [];
+}
+
+/**
+ * This client's verdict on the dice a message shows, or null when it has none for every roll the message
+ * names. A message of several rolls shows the worst of their verdicts, and witnesses only when all are fair.
+ * @param {Map<string, Judgement>} judgements @param {string[]} keys
+ * @returns {Judgement|null}
+ */
+export function judge(judgements, keys) {
+  const found = keys.map((k) => judgements.get(k));
+  if (!found.length || found.some((j) => j === undefined)) return null;
+  const all = /** @type {Judgement[]} */ (found);
+  const rank = (/** @type {Judgement} */ j) => {
+    const at = WORST_FIRST.indexOf(j.verdict);
+    return at < 0 ? 0 : at; // a verdict this module does not know is treated as the worst
+  };
+  const worst = all.reduce((a, b) => (rank(b) < rank(a) ? b : a));
+  if (all.length === 1) return worst;
+  return { ...worst, witnesses: worst.verdict === "fair" ? Math.min(...all.map((j) => j.witnesses)) : 0 };
+}
+
+/**
+ * renderChatMessage(HTML): the verdict slot of a relay roll's card, beside its signature mark, kept so a
+ * later verdict redraws it in place. Nothing for a message of no relay roll, or one this client has no
+ * verdict on and will get none for (a relay without fair dice).
+ * @param {TableRelayModule} module @param {ChatMessage.Implementation} message @param {Element} target
+ */
+export function decorateFairness(module, message, target) {
+  const flags = message.flags?.[FLAG_SCOPE];
+  const keys = rollKeys(flags);
+  if (!keys.length) return;
+  target.insertAdjacentHTML("beforeend", `<div data-tablerelay-fair>${fairMarkHTML(judge(module.judgements, keys), module.game.i18n)}</div>`);
+  const slot = target.querySelector?.("[data-tablerelay-fair]") ?? null;
+  if (!slot) return;
+  for (const key of keys) {
+    let slots = module.fairSlots.get(key);
+    if (!slots) module.fairSlots.set(key, (slots = new Set()));
+    // A card Foundry rendered again leaves its old element behind: let it go.
+    for (const old of slots) if (old.slot.isConnected === false) slots.delete(old);
+    slots.add({ slot, keys });
+  }
+  if (module.fairSlots.size > KEPT_VERDICTS) module.fairSlots.delete(/** @type {string} */ (module.fairSlots.keys().next().value));
+}
+
+/** A roll's verdict changed: every card showing it draws its mark again. */
+function redraw(/** @type {TableRelayModule} */ module, /** @type {string} */ key) {
+  for (const { slot, keys } of module.fairSlots.get(key) ?? []) {
+    slot.innerHTML = fairMarkHTML(judge(module.judgements, keys), module.game.i18n);
+  }
+}
+
+/**
+ * An alarm: a notification that stays until dismissed, and the red banner at the top of the page listing the
+ * alarms of this session. Both stay in this browser: an alarm may name the dice of a hidden roll this client
+ * saw, so it is never posted to the chat.
+ * @param {TableRelayModule} module @param {{ message: string, seq: number|null }} alarm
+ */
+export function raiseAlarm(module, alarm) {
+  const message = String(alarm.message);
+  if (module.alarms.some((a) => a.message === message)) return;
+  module.alarms.unshift({ message, seq: alarm.seq ?? null });
+  module.alarms.length = Math.min(module.alarms.length, KEPT_ALARMS);
+  module.env.ui.notifications.error(module.text("TABLERELAY.Fair.AlarmNotify", { message }), { permanent: true });
+  renderAlarms(module);
+}
+
+/** The red banner of this session's alarms, drawn again (none: no banner). */
+export function renderAlarms(/** @type {TableRelayModule} */ module) {
+  const document = module.env.document;
+  if (!document?.body) return;
+  let host = document.getElementById("tablerelay-alarm");
+  if (!host) {
+    host = document.createElement("div");
+    host.id = "tablerelay-alarm";
+    host.addEventListener("click", (/** @type {MouseEvent} */ e) => {
+      if (/** @type {HTMLElement|null} */ (e.target)?.closest?.("[data-action=dismiss]")) {
+        module.alarms.length = 0;
+        renderAlarms(module);
+      }
+    });
+    document.body.appendChild(host);
+  }
+  host.innerHTML = alarmBannerHTML(module.alarms, module.game.i18n);
+}
+
+// ---- HTML ------------------------------------------------------------------------------------------------
+
+/** SVG shapes per icon, on a 16×16 grid, stroked in the text's colour (the pages draw the same). */
+const ICONS = Object.freeze({
+  fair: '<path d="M3 8.5l3 3 7-7"/>',
+  unwitnessed: '<circle cx="8" cy="8" r="5.5"/><path d="M5.5 8h5"/>',
+  "awaiting seed": '<circle cx="8" cy="8" r="5.5"/><path d="M8 5v3.2l2 1.3"/>',
+  sealed: '<rect x="3.5" y="7" width="9" height="6.5" rx="1"/><path d="M5.5 7V5a2.5 2.5 0 0 1 5 0v2"/>',
+  failed: '<path d="M4 4l8 8M12 4l-8 8"/>',
+  alarm: '<path d="M8 2l6.5 12h-13z"/><path d="M8 6.5v3.5M8 12.2v.1"/>',
+});
+
+/** An inline SVG icon by name (an unknown one draws as unwitnessed: never as fair). */
+export function iconSVG(/** @type {string} */ name, size = 12) {
+  const shapes = ICONS[/** @type {keyof typeof ICONS} */ (name)] ?? ICONS.unwitnessed;
+  return `<svg class="tablerelay-fair-icon" viewBox="0 0 16 16" width="${size}" height="${size}" aria-hidden="true" focusable="false" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">${shapes}</svg>`;
+}
+
+/**
+ * A verdict's words: its short label and its explanation, in this client's language.
+ * @param {Judgement} j @param {Localizer} i18n
+ */
+export function verdictWords(j, i18n) {
+  const n = j.n === null ? "?" : String(j.n);
+  const reason = j.reason;
+  switch (j.verdict) {
+    case "fair":
+      return {
+        label: j.witnesses === 1 ? i18n.localize("TABLERELAY.Fair.FairOneWitness") : j.witnesses > 1 ? i18n.format("TABLERELAY.Fair.FairWitnesses", { count: String(j.witnesses) }) : i18n.localize("TABLERELAY.Fair.Fair"),
+        explanation: i18n.format("TABLERELAY.Fair.FairTitle", { n, reason }),
+      };
+    case "unwitnessed":
+      return { label: i18n.localize("TABLERELAY.Fair.Unwitnessed"), explanation: i18n.format("TABLERELAY.Fair.UnwitnessedTitle", { n, reason }) };
+    case "awaiting seed":
+      return { label: i18n.localize("TABLERELAY.Fair.Awaiting"), explanation: i18n.format("TABLERELAY.Fair.AwaitingTitle", { n, reason }) };
+    case "sealed":
+      return { label: i18n.localize("TABLERELAY.Fair.Sealed"), explanation: i18n.localize("TABLERELAY.Fair.SealedTitle") };
+    default:
+      // "failed", or a verdict newer than this module: shown as what it is, never as fair.
+      return { label: i18n.localize("TABLERELAY.Fair.Failed"), explanation: i18n.format("TABLERELAY.Fair.FailedTitle", { reason: reason || j.verdict }) };
+  }
+}
+
+/**
+ * The verdict mark: an icon and a word, the explanation on hover (its title) and on a tap or Enter (a
+ * <details> opens it below). Empty for no verdict.
+ * @param {Judgement|null} j @param {Localizer} i18n
+ */
+export function fairMarkHTML(j, i18n) {
+  if (!j) return "";
+  const { label, explanation } = verdictWords(j, i18n);
+  const kind = ["fair", "unwitnessed", "awaiting seed", "sealed"].includes(j.verdict) ? j.verdict.replace(" ", "-") : "failed";
+  const known = kind === "failed" ? "failed" : j.verdict;
+  return [
+    `<details class="tablerelay-fair tablerelay-fair-${kind}" data-verdict="${escapeHTML(known)}">`,
+    `<summary title="${escapeHTML(explanation)}">${iconSVG(known)} <span class="tablerelay-fair-word">${escapeHTML(label)}</span></summary>`,
+    `<p class="tablerelay-fair-note">${escapeHTML(explanation)}</p>`,
+    `</details>`,
+  ].join("");
+}
+
+/**
+ * The red banner: what an alarm means, and each alarm of this session, newest first. Empty for none.
+ * @param {Array<{ message: string, seq: number|null }>} alarms @param {Localizer} i18n
+ */
+export function alarmBannerHTML(alarms, i18n) {
+  if (!alarms.length) return "";
+  const items = alarms.map((a) => `<li data-seq="${a.seq ?? ""}">${escapeHTML(a.message)}</li>`).join("");
+  return [
+    `<section class="tablerelay-alarm" role="alert">`,
+    `<header>${iconSVG("alarm", 18)} <strong>${escapeHTML(i18n.localize("TABLERELAY.Fair.AlarmTitle"))}</strong>`,
+    `<button type="button" data-action="dismiss" title="${escapeHTML(i18n.localize("TABLERELAY.Fair.AlarmDismiss"))}">${escapeHTML(i18n.localize("TABLERELAY.Fair.AlarmDismiss"))}</button></header>`,
+    `<ul>${items}</ul>`,
+    `</section>`,
+  ].join("");
+}
