@@ -1,7 +1,9 @@
 """Fair dice on the pages (spec/fairness.md), in headless Chromium against a relay rolling them
 (``TABLERELAY_FAIR_DICE=true``): each roll's verdict badge and its explanation, the seed events' quiet lines,
-the GM's "Reveal dice seed now" button, and the red banner a seed reveal that does not match its commitment
-raises (the relay's frames changed on their way to the page)."""
+the GM's "Reveal dice seed now" button, the red banner a seed reveal that does not match its commitment
+raises (the relay's frames changed on their way to the page), and a player's /table page witnessing a GM's
+roll on a relay that cheats (tests/fairness/cheating_relay.py: the real server with one cheat patched in),
+where the banner goes up, and on its honest build, where it does not."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from tests.browser.relay_process import Relay, WireClient, running_relay
+from tests.fairness import cheating_relay
 
 pytestmark = pytest.mark.slow
 
@@ -156,3 +159,58 @@ def test_rolls_without_fair_dice_get_no_badge(
     expect(card(page, event["seq"])).to_contain_text("Plain roll")
     expect(page.locator("#feed .fair-badge")).to_have_count(0)
     expect(page.locator("#feed .line.seed")).to_have_count(0)
+
+
+#: The witness wait the cheating relays run with: long, so the page's honest value is never late on a busy
+#: machine (the page's alarm for a missing roll comes this long plus its 5 s margin after the pending).
+WITNESS_WAIT_MS = 2000
+
+#: What the page's banner says for each cheat (None: the honest build, no banner).
+CAUGHT = {
+    "honest": None,
+    "drop": r"the witness value this client sent for pending \d+ was left out",
+    "replace": r"the witness value this client sent for pending \d+ was replaced",
+    "reroll": r"do not match pending \d+'s commitment",
+    "unasked": "made without asking any witness, although this client was connected",
+    "withhold": r"was announced \(a pending event\) but never made",
+}
+
+
+@pytest.fixture
+def cheating(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Relay]:
+    """The relay built with the test's cheat (its parameter)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+    env.update(TABLERELAY_FAIR_DICE="true", TABLERELAY_WITNESS_WAIT_MS=str(WITNESS_WAIT_MS))
+    command = cheating_relay.command(request.param, tmp_path)
+    with running_relay(tmp_path / "data", env=env, command=command) as server:
+        yield server
+
+
+@pytest.mark.parametrize("cheating", list(CAUGHT), indirect=True)
+def test_a_player_page_witnesses_a_gm_roll_and_raises_the_banner_when_the_relay_cheats(
+    cheating: Relay, page: Page, request: pytest.FixtureRequest
+) -> None:
+    # The relay comes first so that it outlives the page (a page left without its relay logs errors).
+    cheat: str = request.node.callspec.params["cheating"]
+    caught = CAUGHT[cheat]
+    room = cheating.create_room(f"Cheat {cheat}")
+    gm = WireClient(cheating.ws_url, room["gm"], "Mercer")
+    try:
+        page.goto(f"{cheating.http_url}/table?name=Ana#{room['player']}")
+        expect(page.locator("#status")).to_have_text("Live", timeout=10_000)
+        frame = {"t": "roll", "intent": D20, "visibility": "public", "label": f"GM {cheat}"}
+        banner = page.locator("#fair-alarm")
+        if caught is None:
+            event = gm.request(frame)
+            # The page answered the pending: its 16 bytes are the roll's one witness value.
+            assert [len(value) for _, value in event["fair"]["witnesses"]] == [16]
+            badge = card(page, event["seq"]).locator(".fair-badge")
+            expect(badge).to_have_attribute("data-verdict", "awaiting seed")
+            expect(banner).to_have_count(0)
+            return
+        gm.send({**frame, "id": "gm-1"})  # not awaited: the withheld roll is never acknowledged
+        expect(banner).to_be_visible(timeout=WITNESS_WAIT_MS + 20_000)
+        expect(banner).to_have_attribute("role", "alert")
+        expect(banner).to_contain_text(re.compile(caught))
+    finally:
+        gm.close()
