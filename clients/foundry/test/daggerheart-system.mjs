@@ -164,6 +164,8 @@ export function daggerheartSystem(client, { form = "1.x" } = {}) {
         title: `${actor.name}: Agility`,
       };
       actors.set(actor.uuid, actor);
+      // D20RollDialog.selectExperience: each Experience chosen for a character costs a Hope, spent by the action.
+      config.costs = experiences.filter((k) => actor.system.experiences[k]).map((k) => ({ extKey: k, key: "hope", value: 1 }));
       config.hooks = ["Duality", ""];
       for (const hook of config.hooks) if (client.Hooks.call(`daggerheart.preRoll${capitalize(hook)}`, config, message) === false) return null;
       // configureModifiers: the trait first, then each Experience the actor has.
@@ -195,6 +197,8 @@ export function daggerheartSystem(client, { form = "1.x" } = {}) {
       const created = await client.ChatMessage.create({ speaker: { alias: actor.name }, rolls: [roll], ...rollModeData(client, modeOf(config)) });
       // dualityUpdate, after the message: the system's own Hope, Stress and Fear, unless skipped.
       if (form !== "early") await addDualityResourceUpdates(config);
+      // The action's consume, after the roll: the costs left enabled.
+      for (const cost of config.costs.filter((c) => c.enabled !== false)) actor.system.resources[cost.key].value -= cost.value;
       return { config, message: created, roll };
     },
   };

@@ -81,6 +81,7 @@ for (const form of ["1.x", "2.x"]) describe(`Daggerheart ${form} (Foundry ${form
     assert.deepEqual(roll.dice.map((d) => d.total), [r.hope_die, r.fear_die, r.advantage_die], "the system's dice show the relay's faces");
     assert.equal(roll.total, r.total);
     assert.equal(config.skips.resources, true, "the system's own bookkeeping is skipped");
+    assert.deepEqual(config.costs.map((c) => [c.extKey, c.key, c.enabled]), [["exp1", "hope", false]], "the Experience's Hope is the relay's to spend, not the action's");
     const duality = { hope: 1, fear: -1, critical: 0 }[r.with];
     assert.equal(config.roll.result.duality, duality, "the system reads the relay's outcome from the relay's faces");
     assert.equal(config.roll.success, r.success);
@@ -92,6 +93,7 @@ for (const form of ["1.x", "2.x"]) describe(`Daggerheart ${form} (Foundry ${form
     await until(() => fearSetting(t.gm) === fear, 4000, "the Fear setting follows the relay");
     await t.gm.module.settled();
     await t.aria.module.settled();
+    assert.equal(t.actor.system.resources.hope.value, hope, "the sheet's Hope, once everything settled, is the relay's: spent once");
     assert.equal(messagesOf(t.world, flags.seq).length, 1, "one message: the system's, never a second relay post");
     for (const viewer of [t.gm, t.aria, t.brom]) {
       assert.deepEqual(await viewer.module.api.check(message), { state: "verified", seqs: [flags.seq] }, `${viewer.userId} checks it`);

@@ -71,6 +71,18 @@ function skipsHonoured(/** @type {TableRelayModule} */ module) {
   return typeof dice?.daggerheart?.DualityRoll?.addDualityResourceUpdates === "function";
 }
 
+/**
+ * The Hope an Experience costs is the relay's to spend (`spend_hope`, atomically). The system's roll dialog
+ * (D20RollDialog.selectExperience) adds that cost to `config.costs` as `{extKey, key: "hope", value: 1}`, and
+ * the action spends the costs left enabled (`consume`) after the roll: disabled here, the Hope is spent once.
+ */
+function keepExperienceCost(/** @type {any} */ config) {
+  const used = new Set(Array.isArray(config.experiences) ? config.experiences : []);
+  for (const cost of Array.isArray(config.costs) ? config.costs : []) {
+    if (cost?.key === "hope" && used.has(cost.extKey)) cost.enabled = false;
+  }
+}
+
 /** Duality rolls whose `config.source.actor` is kept from the earlier form's handler, by their configuration. */
 const hiddenSources = new WeakMap();
 
@@ -242,6 +254,7 @@ function dualityConfigured(/** @type {TableRelayModule} */ module, /** @type {an
   }
   config.skips = { ...(config.skips ?? {}), resources: true };
   if (!skipsHonoured(module)) hideSource(config);
+  if (intent.spend_hope) keepExperienceCost(config);
   const label = typeof config.title === "string" ? config.title : typeof roll.title === "string" ? roll.title : undefined;
   claimRoll(module, roll, intent, {
     visibility: visibilityFor(module, modeOf(roll, config)),
