@@ -15,8 +15,9 @@
   is never made: a relay that throws a roll away once it has seen what its dice would be;
 - ``honest``: nothing is patched (the same launcher, for a control).
 
-Each cheat but the last leaves a roll whose own transcript checks out (``tablerelay verify --fair`` finds
-nothing wrong with its dice): only the honest client that took part can tell. Everything else is the real
+A dropped or replaced value leaves a roll that passes every offline check (``tablerelay verify --fair``
+finds nothing wrong with it), and so do the unwitnessed rolls of ``unasked``: only the honest client that
+took part can tell (a re-roll is caught offline too, by its pending's commit). Everything else is the real
 server, patched at the seams the room rolls through (``relay.core.fairness.transcript``,
 ``relay.core.fair.FairState.joined``, ``relay.core.fair.complete``). It lives in ``tests/`` and imports the
 product, never the other way round, so nothing the product ships can load it.
