@@ -1,20 +1,23 @@
 // A harness of the Draw Steel system's power roll entry points, written from the system's source
 // (MetaMorphic-Digital/draw-steel; docs/foundry.md names the commits read), in three forms:
-// - "0.10" (0.10/0.11, Foundry v13) and "1.0" (Foundry v14): a roll dialog (an ApplicationV2, so Foundry calls
-//   `render<ClassName>`) opened by `DSApplication.create`, which resolves with `dialog.config` when the dialog
-//   closes (its "close" listener added before it renders). `PowerRollDialog` (a test, `rollCharacteristic`) and
-//   `AbilityConfigurationDialog` (an ability, `use`) keep `{rolls, damage, skill}` and the roll mode: `rollMode`
-//   (0.10, v13's roll modes) or `messageMode` (1.0, v14's message modes). A test evaluates one PowerRoll with
-//   the context's options and a flavor and posts it; an ability evaluates a base PowerRoll of the formula alone,
-//   then one roll per target sharing its 2d10 (`{allowInteractive: false}`), and posts ONE message whose rolls
-//   are the base roll (the system's message keeps the targets' rolls in its parts by tier, which the harness's
-//   ChatMessage, holding the fields the module reads, leaves out).
+// - "0.10" (0.10/0.11, Foundry v13): `PowerRoll.prompt` opens `PowerRollDialog` (an ApplicationV2, so Foundry
+//   calls `renderPowerRollDialog`), a DSApplication whose `config` ({rolls, damage, skill, rollMode}) resolves
+//   the prompt when it closes (its "close" listener added before it renders); it evaluates a base roll
+//   (`{baseRoll: true}`), then one roll per context whose first term is a COPY of the base roll's evaluated 2d10
+//   (`RollTerm.fromData`, for Dice So Nice); a test or an ability posts ONE message whose rolls are the base roll
+//   (the system's message keeps the targets' rolls in its parts, which the harness's ChatMessage, holding the
+//   fields the module reads, leaves out).
+// - "1.0" (Foundry v14): `PowerRollDialog.create` (a test, `rollCharacteristic`) or
+//   `AbilityConfigurationDialog.create` (an ability, `use`) resolve with the same config, its mode `messageMode`
+//   (v14's message modes). A test evaluates one PowerRoll with its context's options and a flavor and posts it;
+//   an ability evaluates a base PowerRoll of the formula alone, then one roll per target sharing its 2d10
+//   (`{allowInteractive: false}`), and posts ONE message whose rolls are the base roll.
 // - "prompt" (before 0.10): `PowerRoll.prompt` with the dialog's `finalContext`; a base roll, then one message
 //   per target's roll.
 // A PowerRoll adds its own edge or bane (±2 for one net) and its bonuses to its formula; its tier is
 // `PowerRoll#product`. It is not the system: it passes the module the data the system passes, in its order.
 
-import { actAs } from "./harness-classes.mjs";
+import { HarnessDie, actAs } from "./harness-classes.mjs";
 
 /** A number term as the harness's rolls hold one (a bane's −2 is a negative number here). */
 function numberTerm(n) {
@@ -26,7 +29,8 @@ const MESSAGE_MODES = { publicroll: "public", gmroll: "gm", blindroll: "blind", 
 
 /**
  * The Draw Steel system in one harness client. `form` is "prompt", "0.10" or "1.0"; `wrongTier` makes a
- * system whose tier is not the rules' (the harness of a modified client).
+ * system whose tier is not the rules' (the harness of a modified client): true for every roll, "targets" for
+ * the rolls against a target only (not the base roll its card shows).
  */
 export function drawSteelSystem(client, { form = "1.0", wrongTier = false } = {}) {
   const v14 = form === "1.0";
@@ -64,7 +68,8 @@ export function drawSteelSystem(client, { form = "1.0", wrongTier = false } = {}
         tier = 1 + Number(this.total >= 12) + Number(this.total >= 17);
         tier = Math.max(1, Math.min(3, tier + this.netBoon - Math.sign(this.netBoon)));
       }
-      return wrongTier ? (tier % 3) + 1 : tier;
+      const wrong = wrongTier === "targets" ? Boolean(this.options.target) : wrongTier;
+      return wrong ? (tier % 3) + 1 : tier;
     }
     async toMessage(data = {}) {
       if (!this._evaluated) await this.evaluate();
@@ -146,6 +151,23 @@ export function drawSteelSystem(client, { form = "1.0", wrongTier = false } = {}
     }
   }
 
+  /** 0.10/0.11's PowerRoll.prompt with `evaluation: "evaluate"`: the dialog, a base roll, each context's roll. */
+  async function prompt010(context) {
+    const fd = await PowerRollDialog.create({ context });
+    if (!fd) return null;
+    const baseRoll = new PowerRoll(context.formula, {}, { baseRoll: true, damageSelection: fd.damage, skill: fd.skill });
+    await baseRoll.evaluate();
+    const die = baseRoll.terms[0];
+    const firstTerm = new HarnessDie({ number: die.number, faces: die.faces, modifiers: [...die.modifiers], results: structuredClone(die.results) });
+    const rolls = [];
+    for (const c of fd.rolls) {
+      const roll = new PowerRoll(context.formula, {}, { flavor: "Power Roll", ...c });
+      roll.terms[0] = firstTerm;
+      rolls.push(await roll.evaluate());
+    }
+    return { fd, baseRoll, rolls };
+  }
+
   const begin = () => {
     actAs(client);
     client.world.actingUser = client.userId;
@@ -160,6 +182,11 @@ export function drawSteelSystem(client, { form = "1.0", wrongTier = false } = {}
      */
     async test({ formula = "2d10 + 2", modifiers = {}, speaker = { alias: "Hero" } }) {
       begin();
+      if (form === "0.10") {
+        const { fd, baseRoll, rolls } = await prompt010({ modifiers: withDefaults(modifiers), formula });
+        const message = await client.ChatMessage.create({ speaker, rolls: [baseRoll], ...applyMode(fd.rollMode) });
+        return { roll: rolls[0], baseRoll, message };
+      }
       const fd = await PowerRollDialog.create({ context: { modifiers: withDefaults(modifiers), formula } });
       if (!fd) return null;
       const [rollOptions] = fd.rolls;
@@ -189,6 +216,11 @@ export function drawSteelSystem(client, { form = "1.0", wrongTier = false } = {}
           rolls.push(roll);
         }
         return { baseRoll, rolls, messages };
+      }
+      if (form === "0.10") {
+        const { fd, baseRoll, rolls } = await prompt010(context);
+        const message = await client.ChatMessage.create({ speaker, content: "Ability", rolls: [baseRoll], ...applyMode(fd.rollMode) });
+        return { baseRoll, rolls, messages: [message] };
       }
       const fd = await AbilityConfigurationDialog.create({ context });
       if (!fd) return null;

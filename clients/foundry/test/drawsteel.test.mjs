@@ -110,11 +110,12 @@ for (const form of FORMS) {
       assert.equal(t.world.messages.length, messages.length, "no relay post beside the system's cards");
     });
 
-    test("a system that computes another tier gets the mismatch mark on every client", async () => {
-      const t = await table({ form, wrongTier: true });
+    test("a system that computes another tier for a target gets the mismatch mark on every client", async () => {
+      const t = await table({ form, wrongTier: "targets" });
       const { messages } = await t.aria.system.ability({ formula: "2d10 + 1", targets: TARGETS() });
       for (const message of messages) {
-        assert.match(message.flags.tablerelay.mismatch, /the relay's tier/);
+        // The card of an ability (0.10, 1.0) shows its base roll, whose own tier is right: it carries the targets'.
+        assert.match(message.flags.tablerelay.mismatch, /Actor\.goblin[AB]: tier \d, the relay's tier \d/);
         for (const viewer of [t.gm, t.brom]) {
           const verdict = await viewer.module.api.check(message);
           assert.equal(verdict.state, "failed");
@@ -130,9 +131,16 @@ for (const form of FORMS) {
         const { roll, message } = await t.aria.system.test({ formula: "2d10 + 3", modifiers: { edges: 1, bonuses: 2 } });
         const flags = message.flags.tablerelay;
         const event = await eventOf(t, flags.seq);
-        assert.deepEqual(event.intent.targets, [{ name: "target 1", edges: 1, banes: 0, bonus: 2 }]);
+        assert.deepEqual(event.intent.targets[0], { name: "target 1", edges: 1, banes: 0, bonus: 2 });
         assert.equal(event.intent.characteristics.M, 3, "the roll's own edge and bonus terms are not the characteristic");
-        assert.equal(flags.target, 0);
+        if (form === "1.0") {
+          assert.equal(event.intent.targets.length, 1, "1.0: the test's one roll is its one target, and its card shows it");
+          assert.equal(flags.target, 0);
+        } else {
+          assert.deepEqual(event.intent.targets[1], { name: BASE_TARGET, edges: 0, banes: 0 }, "0.10: the card shows the base roll");
+          assert.equal(flags.target, 1);
+          assert.equal(message.rolls[0].total, event.result.targets[1].total);
+        }
         assert.equal(roll.total, event.result.targets[0].total);
         assert.equal(roll.product, event.result.targets[0].tier);
         for (const viewer of [t.gm, t.brom]) assert.deepEqual(await viewer.module.api.check(message), { state: "verified", seqs: [flags.seq] });

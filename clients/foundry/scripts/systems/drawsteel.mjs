@@ -4,15 +4,20 @@
 // system fires no roll hooks. Its roll dialogs are ApplicationV2s (so Foundry calls `render<ClassName>` when
 // one renders) that keep their final choices when submitted and resolve their opener when they close (a
 // "close" listener added before they render):
-// - 0.10/0.11 (Foundry v13) and 1.0 (v14): `PowerRollDialog.create` (a test: `rollCharacteristic`) and
-//   `AbilityConfigurationDialog.create` (an ability: `use`) resolve with `dialog.config`, whose `rolls` hold one
-//   `{edges, banes, bonuses, target}` per target (or the modifiers alone), and the roll mode: `rollMode` (0.10/
-//   0.11, v13's roll modes) or `messageMode` (1.0, v14's message modes). A test then evaluates one PowerRoll
-//   made with those options (its flavor set); an ability evaluates a base PowerRoll of the formula alone (no
-//   flavor), then one PowerRoll per target whose first term is the base roll's 2d10, and posts ONE message
-//   whose `rolls` hold the base roll (the targets' rolls sit in the message's parts, by tier).
-// - the earlier prompt form (`PowerRoll.prompt`): the dialog's `finalContext` holds the list itself, the base
-//   roll has no flavor and each target's roll, sharing its 2d10, is posted as its own message.
+// - 0.10/0.11 (Foundry v13): `PowerRoll.prompt` opens `PowerRollDialog`, a DSApplication whose `config`
+//   (resolved when it closes) holds `rolls`, one `{edges, banes, bonuses, target}` per target (or the modifiers
+//   alone), and `rollMode` (v13's roll modes). It evaluates a base roll (`{baseRoll: true}`, no flavor), then one
+//   roll per context whose first term is a copy of the base roll's evaluated 2d10 (`RollTerm.fromData`, for Dice
+//   So Nice), and a test or ability posts ONE message whose `rolls` hold the base roll (the targets' rolls sit
+//   in the message's parts).
+// - 1.0 (Foundry v14): `PowerRollDialog.create` (a test: `rollCharacteristic`) and
+//   `AbilityConfigurationDialog.create` (an ability: `use`) resolve with the same `config`, its mode
+//   `messageMode` (v14's message modes). A test evaluates one PowerRoll made with its context's options (its
+//   flavor set) and posts it; an ability evaluates a base PowerRoll of the formula alone (no flavor), then one
+//   roll per target whose first term IS the base roll's 2d10, and posts ONE message whose `rolls` hold the base
+//   roll (the targets' rolls in its parts, by tier).
+// - the earlier prompt form (before 0.10): the dialog's `finalContext` holds the list itself, the base roll has
+//   no flavor and each target's roll, sharing its 2d10, is posted as its own message.
 // A PowerRoll adds its edge or bane (±2 for one net) and its bonuses to its formula itself.
 //
 // The module listens to the dialog's close too (after the system's listener, so it reads the same final
@@ -99,6 +104,16 @@ function numbers(/** @type {any[]} */ terms) {
 function isPowerRoll(/** @type {any} */ roll) {
   const term = roll?.terms?.[0];
   return Boolean(roll) && "netBoon" in roll && Boolean(term) && Number(term.faces) === 10 && Number(term.number) === 2;
+}
+
+/**
+ * Is `term` the base roll's 2d10: the same term (1.0, the prompt form), or a copy of it made from its data
+ * once evaluated (0.10/0.11), which shows the same results?
+ */
+function sameDie(/** @type {any} */ term, /** @type {any} */ die) {
+  if (term === die) return true;
+  const results = (/** @type {any} */ t) => JSON.stringify((t?.results ?? []).map((/** @type {any} */ r) => [r.result, r.active !== false]));
+  return Boolean(term && die?.results?.length) && Number(term.faces) === Number(die.faces) && Number(term.number) === Number(die.number) && results(term) === results(die);
 }
 
 /** A count from a context: a whole number, at least 0, at most `max`. */
@@ -194,7 +209,7 @@ function claimPower(/** @type {TableRelayModule} */ module, /** @type {any} */ r
     Object.assign(claim, { target: own.target, compare: own.compare });
     return claim;
   }
-  if (die !== prompt.die) return undefined;
+  if (!sameDie(die, prompt.die)) return undefined;
   const target = prompt.next++;
   if (prompt.next >= prompt.contexts.length) module.powerPrompt = null;
   return targetClaim(prompt, target, () => []);
