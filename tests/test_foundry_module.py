@@ -4,9 +4,10 @@ The suite drives the module inside a harness of the Foundry globals it touches (
 real WebSocket connections to this relay: fulfillment, chat messages, audiences, reveals, reloads, Fear, and
 the translations (every string in lang/en.json, and a world in a pseudo-language built from it), and the
 Daggerheart and Draw Steel systems' own rolls resolved by the relay (harnesses of their roll entry points).
-A second relay rolls fair dice (``TABLERELAY_FAIR_DICE=true``, spec/fairness.md) for ``test/fairness.test.mjs``
-(each card's verdict, its change at a GM's seed reveal, the players' witness answers, an alarm): its address
-and data folder come as ``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``.
+A second relay rolls fair dice (``TABLERELAY_FAIR_DICE=true``, spec/fairness.md) for
+``test/fairness.test.mjs`` (each card's verdict, its change at a GM's seed reveal, the players' witness
+answers, an alarm): its address and data folder come as ``TABLERELAY_TEST_FAIR_URL`` and
+``TABLERELAY_TEST_FAIR_DATA``.
 """
 
 from __future__ import annotations
