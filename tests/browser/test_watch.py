@@ -23,21 +23,25 @@ def card(page: Page, seq: int):  # type: ignore[no-untyped-def]
     return page.locator(f'#feed > article[data-seq="{seq}"]')
 
 
-def test_a_roll_appears_within_a_second_and_the_token_stays_out_of_request_lines(
+def test_a_roll_arrives_live_on_the_open_socket_and_the_token_stays_out_of_request_lines(
     page: Page, relay: Relay, room: dict[str, str], wire: Any
 ) -> None:
+    # What "live" means here, without a clock (how fast it is, is bench/'s): the card is pushed over the
+    # socket the page already has open, with no new request, no new socket and no reload in between.
     requested: list[str] = []
+    sockets: list[str] = []
+    loads: list[str] = []
     page.on("request", lambda r: requested.append(r.url))
-    page.on("websocket", lambda ws: requested.append(ws.url))
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    page.on("load", lambda p: loads.append(p.url))
     open_watch(page, relay, room["spectator"])
+    assert len(sockets) == 1
+    before = (len(requested), len(sockets), len(loads))
     ana = wire(room["player"], "Ana")
-    started = time.monotonic()
     event = ana.roll({"system": "daggerheart.duality", "modifier": 2}, label="Sneak past the guards")
     entry = card(page, event["seq"])
-    expect(entry).to_be_visible(timeout=1000)
-    elapsed = time.monotonic() - started
-    print(f"roll to card: {elapsed * 1000:.0f} ms")
-    assert elapsed < 1.0
+    expect(entry).to_be_visible(timeout=10_000)
+    assert (len(requested), len(sockets), len(loads)) == before, "a request, a socket or a reload"
     expect(entry).to_contain_text("Ana")
     expect(entry).to_contain_text("Sneak past the guards")
     expect(entry).to_contain_text(str(event["result"]["total"]))
@@ -48,7 +52,7 @@ def test_a_roll_appears_within_a_second_and_the_token_stays_out_of_request_lines
     # The live region says it in one sentence.
     expect(page.locator("#announcer")).to_contain_text("Ana rolled Sneak past the guards")
     assert requested, "the page made no requests at all?"
-    assert all(room["spectator"] not in url for url in requested), requested
+    assert all(room["spectator"] not in url for url in requested + sockets), requested + sockets
 
 
 def test_a_sealed_roll_shows_sealed_then_opens_verified_on_reveal(

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import nats
 import nats.js.errors
@@ -20,6 +21,23 @@ from tests.cluster.conftest import signing_key_pem
 from tests.cluster.natsd import NatsServer, free_port
 from tests.console import serve_refusal, tablerelay_bin
 from tests.e2e.servers import server_env
+
+T = TypeVar("T")
+
+
+class Attempts(Generic[T]):
+    """An attempt for ``patiently`` that counts its calls; ``retrying`` is set at the second."""
+
+    def __init__(self, attempt: Callable[[], Awaitable[T]]) -> None:
+        self.attempt = attempt
+        self.count = 0
+        self.retrying = asyncio.Event()
+
+    def __call__(self) -> Awaitable[T]:
+        self.count += 1
+        if self.count == 2:
+            self.retrying.set()
+        return self.attempt()
 
 
 @pytest.fixture
@@ -113,21 +131,25 @@ async def test_setting_up_waits_out_a_bucket_that_has_no_leader_yet(guarded: Nat
         with pytest.raises(nats.js.errors.NoStreamResponseError):
             await js.publish("$KV.later.key", b"1")
 
+        # Without a clock: the attempts are counted, and the bucket is made only once ``patiently`` has
+        # been refused and is trying again, so its success can only come from waiting.
+        later = Attempts(lambda: js.publish("$KV.later.key", b"1"))
+        never = Attempts(lambda: js.publish("$KV.never.key", b"1"))
+
         async def make_it() -> None:
-            await asyncio.sleep(0.6)
+            await later.retrying.wait()
             await js.create_key_value(bucket="later", history=1)
 
         maker = asyncio.create_task(make_it())
-        started = time.monotonic()
-        ack = await patiently(lambda: js.publish("$KV.later.key", b"1"), timeout=10)
+        ack = await patiently(later, timeout=10)
         await maker
         assert ack.stream == "KV_later"
-        assert time.monotonic() - started >= 0.5, "it waited for the bucket"
+        assert later.count >= 2, "it was refused, waited for the bucket and tried again"
         assert (await (await js.key_value("later")).get("key")).value == b"1"
-        started = time.monotonic()
         with pytest.raises(nats.js.errors.NoStreamResponseError):
-            await patiently(lambda: js.publish("$KV.never.key", b"1"), timeout=0.5)
-        assert time.monotonic() - started < 5
+            await patiently(never, timeout=0.5)
+        # Each try again follows a sleep of a quarter second: past its timeout it gives up within two more.
+        assert 2 <= never.count <= 0.5 / 0.25 + 2, "it tried again, then gave up"
     finally:
         await nc.close()
 
@@ -144,15 +166,16 @@ async def test_a_bucket_refused_and_not_found_is_waited_for_then_named(guarded: 
             await ensure_bucket(js, "held", 1)
         assert str(unsettled.value).startswith("the bucket held could not be made ("), str(unsettled.value)
 
+        held = Attempts(lambda: ensure_bucket(js, "held", 1))
+
         async def leave() -> None:
-            await asyncio.sleep(0.6)
+            await held.retrying.wait()  # refused once, trying again
             await js.delete_stream("squatter")
 
         leaving = asyncio.create_task(leave())
-        started = time.monotonic()
-        kv = await patiently(lambda: ensure_bucket(js, "held", 1), timeout=10)
+        kv = await patiently(held, timeout=10)
         await leaving
-        assert time.monotonic() - started >= 0.5, "it waited for the way to clear"
+        assert held.count >= 2, "it was refused, waited for the way to clear and tried again"
         await kv.put("key", b"1")
         assert (await (await js.key_value("held")).get("key")).value == b"1"
         await js.add_stream(name="squatter", subjects=["$KV.kept.>"])
