@@ -64,15 +64,21 @@ export class WitnessBook {
   reset(epoch) {
     this.disarm();
     this.epoch = epoch;
-    /** @type {Map<number, {seq: number, event: object, value: Uint8Array | null, answer: string | null, live: boolean, rolled: number | null, commitChecked: boolean}>} */
+    /**
+     * The pendings seen, by seq: the event, who it asked, the value this client sent (null: none) and the
+     * server's answer to it ("sent", "ack", "lost" or an error code), whether it arrived live, and the seq of
+     * the roll that named it (null: none yet).
+     * @type {Map<number, {seq: number, event: object, asked: string[], askedMe: boolean, value: Uint8Array | null,
+     *   answer: string | null, live: boolean, rolled: number | null, overdue?: boolean}>}
+     */
     this.pendings = new Map();
     this.viewStart = Infinity; // the first seq of the unbroken stream this client holds
     this.liveAfter = Infinity; // events above this seq arrived on a socket after its welcome
   }
 
   /**
-   * A welcome: `fresh` when its history starts a new view. `firstSeq` is its history's first seq (or the one
-   * after its `seq`), `seq` the welcome's own.
+   * A welcome, before its history is read: `fresh` when that history starts a new view (anything but a whole
+   * resume). Events after its `seq` are live; the relay's `witness_wait_ms` comes with it.
    */
   welcome(frame, fresh) {
     if (frame.epoch !== this.epoch) this.reset(frame.epoch);
@@ -113,9 +119,7 @@ export class WitnessBook {
     return seq > this.liveAfter;
   }
 
-  /**
-   * A `pending` event. Resolves nothing; returns alarm sentences. `me`: {id, role, witness} of this client.
-   */
+  /** A `pending` event: returns alarm sentences. `me`: {id, role, witness} of this client. */
   pending(event, me) {
     const alarms = [];
     if (!this.pendings.has(event.seq)) {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import WebSocket from "ws";
 import { FairDice, SeedBook, VERDICTS, decodeMsgpack, encodeMsgpack, rollKey, seedCommit } from "../tablerelay.js";
-import { closeAll, connect, createRoom, fairServer, next, server, sleep, until } from "./helpers.mjs";
+import { closeAll, connect, createRoom, fairServer, fairServerWith, next, server, sleep, until } from "./helpers.mjs";
 
 after(closeAll);
 
@@ -195,6 +195,23 @@ describe("verdicts", () => {
     assert.equal(verdictOf(late, theirs.seq), "unwitnessed");
     assert.equal(verdictOf(late, later.seq), VERDICTS.AWAITING);
     assert.deepEqual(raised.flat(), []);
+  });
+
+  test("a client that joins after a seed's commitment left the history judges its rolls with the welcome's seeds", async () => {
+    const relay = await fairServerWith({ TABLERELAY_HISTORY: "6" });
+    const room = createRoom(undefined, relay);
+    const gm = await join(relay, room.gm, { name: "GM" });
+    const player = await join(relay, room.player, { name: "Ana" });
+    const mine = await player.roll(d20);
+    await gm.resource("fear", "gain", 1);
+    await gm.resource("fear", "gain", 1);
+    await gm.revealSeed();
+    await until(() => verdictOf(player, mine.seq) === "fair", 8000, "the verdict of a client that saw it all");
+    const late = await join(relay, room.spectator);
+    const history = [...Array(late.seq).keys()].map((i) => late.event(i + 1)).filter(Boolean);
+    assert.ok(history.some((e) => e.seq === mine.seq), "the roll is in the late client's history");
+    assert.ok(!history.some((e) => e.kind === "seed_commit" && e.n === 1), "its seed's commitment is not");
+    assert.equal(verdictOf(late, mine.seq), "fair", late.event(mine.seq).verdictReason);
   });
 
   test("a blind roll is sealed for those who cannot see it, and judged at its reveal", async () => {

@@ -99,6 +99,11 @@ export function cheatingServer(cheat) {
   return cheating.get(cheat);
 }
 
+/** A relay of its own rolling fair dice with more settings (`{TABLERELAY_HISTORY: "6"}`): a new one per call. */
+export function fairServerWith(env) {
+  return startOwnRelay({ TABLERELAY_FAIR_DICE: "true", TABLERELAY_WITNESS_WAIT_MS: String(CHEAT_WITNESS_WAIT_MS), ...env });
+}
+
 /** The witness wait of the cheating relays (ms): long, so an honest value is never late on a busy machine. */
 export const CHEAT_WITNESS_WAIT_MS = 2000;
 
