@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import WebSocket from "ws";
-import { decodeMsgpack } from "../tablerelay.js";
+import { decodeMsgpack, encodeMsgpack } from "../tablerelay.js";
 import { CHEAT_WITNESS_WAIT_MS, cheatingServer, closeAll, connect, createRoom, next, until } from "./helpers.mjs";
 
 after(closeAll);
@@ -29,6 +29,21 @@ function recordingNet() {
     }
   }
   return { WebSocket: RecordingSocket, sent, sockets, last: () => sockets[sockets.length - 1] };
+}
+
+/** A real socket that lets its test change the frames its client receives (a relay lying to one client). */
+function tamperingNet(tamper) {
+  class TamperSocket extends WebSocket {
+    addEventListener(type, listener, options) {
+      if (type !== "message") return super.addEventListener(type, listener, options);
+      return super.addEventListener(type, (event) => {
+        const frame = decodeMsgpack(new Uint8Array(event.data));
+        for (const one of frame.t === "welcome" ? [frame, ...(frame.history ?? [])] : [frame]) tamper(one);
+        listener({ data: encodeMsgpack(frame) });
+      }, options);
+    }
+  }
+  return { WebSocket: TamperSocket };
 }
 
 /**
@@ -207,6 +222,32 @@ describe("a relay that cheats is caught by the witness's alarm", () => {
       assert.deepEqual(two.raised.get(bo), []);
     });
   }
+
+  test("a roll that names a pending never received, or one already made, raises an alarm", async () => {
+    const t = await table("honest");
+    const pendings = [];
+    let joined = null;
+    const net = tamperingNet((frame) => {
+      if (frame.kind === "join" && frame.member?.role === "spectator") joined = frame.seq;
+      if (frame.kind === "pending") pendings.push(frame.seq);
+      if (frame.kind === "roll" && frame.label === "names a join") frame.fair.pending = joined;
+      if (frame.kind === "roll" && frame.label === "rolled twice") frame.fair.pending = pendings[0];
+    });
+    const late = await connect(t.room.spectator, { urlList: t.relay.url, WebSocket: net.WebSocket });
+    const raised = [];
+    late.on("alarm", (alarm) => raised.push(alarm.message));
+    const first = await t.gm.roll(d20, { label: "first" });
+    const named = await t.gm.roll(d20, { label: "names a join" });
+    const twice = await t.gm.roll(d20, { label: "rolled twice" });
+    await held(late, twice.seq);
+    assert.equal(late.event(first.seq).verdict, "awaiting seed");
+    // (The pendings those two rolls really named will also go overdue at this client: their rolls never came.)
+    assert.deepEqual(raised.filter((message) => !/ was announced \(a pending event\) but never made/.test(message)), [
+      `Roll ${named.seq} failed its fairness check: it names pending ${joined}, which this client never received as a pending event.`,
+      `Roll ${twice.seq} failed its fairness check: pending ${pendings[0]} was already made as roll ${first.seq}: a second roll for one pending is a re-roll.`,
+    ]);
+    assert.deepEqual(t.everyone(), [], "the relay itself is honest");
+  });
 
   test("withhold: a pending whose roll never comes raises an alarm after the wait and the margin", async () => {
     const t = await table("withhold");
