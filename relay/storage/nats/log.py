@@ -287,6 +287,9 @@ class NatsLog(EventLog):
                 self._spawn(self._pump(lane))
 
     async def _publish(self, lane: Lane, batch: list[Append]) -> None:
+        # The tail the batch was checked against (``_pump``): another node's message may reach the lane while
+        # the kept secrets below are stored, and the publish must then lose, not follow it.
+        after = lane.tail_stream
         for append in batch:
             for kept in append.kept:
                 # Before the message: a pending event any node can see always has its secret stored. A
@@ -297,13 +300,12 @@ class NatsLog(EventLog):
         msg_id = f"{self._node}-{next(self._ids)}"
         headers = {
             "Nats-Msg-Id": msg_id,
-            "Nats-Expected-Last-Subject-Sequence": str(lane.tail_stream),
+            "Nats-Expected-Last-Subject-Sequence": str(after),
         }
         payload = encode_message(records)
         lane.own[msg_id] = Own(first, last)
         deadline = time.monotonic() + APPEND_DEADLINE
         error: BaseException  # what the last try failed with (the loop only gives up after one did)
-        after = lane.tail_stream
         try:
             while True:
                 try:

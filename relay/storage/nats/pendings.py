@@ -19,7 +19,7 @@ from nats.js.kv import KeyValue
 
 from relay.storage.base import Record, witness_into
 from relay.storage.codec import decode_record, encode_record
-from relay.storage.nats.connect import bucket_subjects, ensure_bucket
+from relay.storage.nats.connect import bucket_subjects, ensure_bucket, patiently
 
 PENDINGS_BUCKET = "tablerelay_pendings"
 #: Compare-and-set tries before giving up (each failed try means another node's value went in).
@@ -36,7 +36,7 @@ class PendingVault:
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
-            self._kv = await ensure_bucket(self.js, PENDINGS_BUCKET, self.replicas)
+            self._kv = await patiently(lambda: ensure_bucket(self.js, PENDINGS_BUCKET, self.replicas))
         return self._kv
 
     @staticmethod
@@ -46,7 +46,9 @@ class PendingVault:
     async def put(self, room: str, kept: Record) -> None:
         """Store what an open roll keeps, before its pending event is published."""
         kv = await self._bucket()
-        await kv.put(self.key(room, kept["pending"], kept["commit"]), encode_record(kept))
+        key, data = self.key(room, kept["pending"], kept["commit"]), encode_record(kept)
+        # A bucket another node has just made may not answer for a moment (no responders yet).
+        await patiently(lambda: kv.put(key, data))
 
     async def _change(
         self, room: str, pending: int, commit: str, value: tuple[str, bytes] | None
