@@ -163,10 +163,36 @@ describe("Draw Steel, hidden", () => {
       await until(() => t.world.messages.some((m) => m.flags.tablerelay?.seq === seq && m.flags.tablerelay.sealed), 4000, "the sealed card");
       const card = t.world.messages.find((m) => m.flags.tablerelay?.seq === seq && m.flags.tablerelay.sealed);
       assert.deepEqual(card.whisper, [BROM]);
+      // Blind and self rolls, the same way: never in the clear on Brom's socket.
+      for (const [rollMode, whisper] of [["blindroll", [GM]], ["selfroll", [ARIA]]]) {
+        t.aria.rollMode = rollMode;
+        const more = await t.aria.system.ability({ formula: "2d10 + 2", targets: [{ uuid: `Actor.Secret${rollMode}`, modifiers: { edges: 0, banes: 1 } }] });
+        assert.deepEqual([...more.messages[0].whisper].sort(), whisper, `${rollMode}: the card goes to its audience`);
+        await t.aria.module.settled();
+      }
+      await until(() => t.events.length >= 3, 4000, "the GM heard the three rolls");
       const wire = Buffer.concat(bytes);
-      for (const secret of ["SecretGoblin", "drawsteel.ability"]) assert.ok(!wire.includes(Buffer.from(secret)), `${secret} never reached Brom's socket`);
+      for (const secret of ["SecretGoblin", "Secretblindroll", "Secretselfroll", "drawsteel.ability"]) {
+        assert.ok(!wire.includes(Buffer.from(secret)), `${secret} never reached Brom's socket`);
+      }
     });
   }
+
+  test("Foundry v14: a plain Foundry roll in the gm message mode (core.messageMode) has its faces sealed for the other player", async () => {
+    const t = await table({ form: "1.0" });
+    t.aria.game.settings.register("core", "messageMode", { scope: "client", config: false, type: String, default: "public" });
+    await t.aria.game.settings.set("core", "messageMode", "gm");
+    assert.equal(t.aria.rollMode, "publicroll", "the v13 setting says public: the v14 one must win");
+    const seen = [];
+    t.brom.Hooks.on("tablerelay.event", (event) => seen.push(event));
+    const roll = new t.aria.Roll("1d20 + 1d6");
+    await roll.evaluate();
+    const [seq] = roll.options.tablerelay.seqs;
+    const event = await eventOf(t, seq);
+    assert.equal(event.visibility, "gm");
+    await until(() => seen.some((e) => e.seq === seq), 4000, "Brom hears the faces event");
+    assert.equal(seen.find((e) => e.seq === seq).sealed, true, "sealed for Brom");
+  });
 });
 
 describe("Draw Steel, the relay's resolution turned off", () => {
