@@ -508,6 +508,39 @@ export declare class SeedBook {
   noteOpen(seed: { n: Int; commit: string } | undefined): string | null;
   reset(epoch: string | null): void;
 }
+/** The `witness_wait_ms` a welcome that names none implies (250), and the default `witnessMarginMs` (5000). */
+export declare const DEFAULT_WITNESS_WAIT_MS: number;
+export declare const DEFAULT_WITNESS_MARGIN_MS: number;
+/** 16 fresh bytes from the platform CSPRNG: a witness value. */
+export declare function newWitnessValue(): Uint8Array;
+/** Whether a roll is witnessed when witnesses are online: hidden, or made by a GM. */
+export declare function isWitnessed(roll: object): boolean;
+/** Who this client is, for the witness checks. */
+export interface WitnessSelf {
+  id: string | undefined;
+  role: Role | undefined;
+  witness: boolean;
+}
+/**
+ * One client's witnessing of one room (`TableRelay` keeps one): the pendings it saw, the values it sent, and
+ * the checks that hold the relay to them. Its methods return alarm sentences.
+ */
+export declare class WitnessBook {
+  constructor(hooks: { fail: (roll: object, reason: string) => void; overdue: (seq: number) => void });
+  waitMs: number;
+  marginMs: number;
+  reset(epoch: string | null): void;
+  welcome(frame: Welcome, fresh: boolean): void;
+  disconnected(): void;
+  arm(): void;
+  disarm(): void;
+  pending(event: PendingEvent, me: WitnessSelf): string[];
+  toAnswer(me: WitnessSelf): { seq: number; value: Uint8Array }[];
+  answered(seq: number, answer: string): void;
+  overdue(seq: number): string | null;
+  roll(event: RollEvent, me: WitnessSelf): Promise<string[]>;
+  revealed(roll: object, me: WitnessSelf): Promise<string | null>;
+}
 export declare function decodeMsgpack(bytes: Uint8Array): unknown;
 export declare function encodeMsgpack(value: unknown): Uint8Array;
 
