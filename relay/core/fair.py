@@ -63,6 +63,7 @@ class OpenRoll:
     acks: list[tuple[Session, str]] = field(default_factory=list)
     storing: set[str] = field(default_factory=set)  # witnesses whose values are being stored
     made: int | None = None  # its roll's seq while that roll's append is in flight
+    tries: int = 0  # appends of its roll that failed
 
 
 #: Completed pendings remembered for telling a late witness value from a stray one.
@@ -72,6 +73,9 @@ RECENT = 64
 TAKEOVER_MS = 1000
 #: How long to wait before trying again to complete a roll whose append failed.
 RETRY_MS = 200
+#: Tries after which the wait between them stops growing (RETRY_MS times this: 5 s), for a store that stays
+#: full or out of reach: the roll is made once it can be stored.
+BACKOFF = 25
 
 
 class FairState:
@@ -300,9 +304,9 @@ def retry(state: FairState, failed: Pending) -> list[Action]:
     open_roll = state.open.get(failed.completes) if failed.completes is not None else None
     if open_roll is None or open_roll.made is None:
         return []
-    open_roll.made = None
+    open_roll.made, open_roll.tries = None, open_roll.tries + 1
     open_roll.acks, failed.acks = [*open_roll.acks, *failed.acks], []
-    return [WaitWitnesses(open_roll.seq, RETRY_MS)]
+    return [WaitWitnesses(open_roll.seq, RETRY_MS * min(open_roll.tries, BACKOFF))]
 
 
 def recover(

@@ -43,8 +43,9 @@ async def load(log: EventLog, room: str, state: RoomState) -> dict[int, bytes]:
 class Preparer:
     """Stores the seeds rooms ask for, one task each, and hands each to its room once it is stored."""
 
-    def __init__(self, log: EventLog) -> None:
+    def __init__(self, log: EventLog, loaded: Callable[[RoomHandle], bool] = lambda _: True) -> None:
         self.log = log
+        self.loaded = loaded  # whether a handle is still the server's (an unloaded room's timers stop)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def prepare(self, handle: RoomHandle, n: int) -> None:
@@ -61,8 +62,8 @@ class Preparer:
         def due() -> None:
             room = handle.room
             known = room.pending.pendings.get(action.pending)
-            if room.fair is None or known is None:
-                return  # made meanwhile
+            if room.fair is None or known is None or not self.loaded(handle):
+                return  # made meanwhile, or the room let go (loading it again reopens its pendings)
             open_roll = room.fair.open.get(action.pending)
             if open_roll is not None and open_roll.made is not None:
                 return

@@ -116,7 +116,8 @@ class Relay:
         self.upkeep = upkeep.Upkeep(self)  # old hidden rolls out of memory, idle rooms unloaded
         self.keepalive = Keepalive(PING_INTERVAL, PING_TIMEOUT)  # one timer pings every socket
         self.gate = admission.Gate(config)  # origins allowed, sockets per client address
-        self.seeds = seeding.Preparer(log)  # dice seeds stored ahead for fair dice (spec/fairness.md)
+        # Dice seeds stored ahead, and witnessed rolls' timers and stores, for fair dice (spec/fairness.md).
+        self.seeds = seeding.Preparer(log, lambda handle: self.rooms.get(handle.room.id) is handle)
         self.routes = Routes(self)  # the HTTP endpoints, answered before a handshake
 
     # -- rooms -------------------------------------------------------------------------------------------
