@@ -85,7 +85,8 @@ class FairState:
         self.seeds = seeds
         self.open: dict[int, OpenRoll] = {}  # by the pending event's seq
         self.witnesses: dict[str, int] = {}  # participant id -> its witness-capable sockets
-        self.recent: dict[int, tuple[str, ...]] = {}  # completed pendings -> who was asked
+        # Completed pendings -> who was asked, and the seq of the roll that completed it (None: refused).
+        self.recent: dict[int, tuple[tuple[str, ...], int | None]] = {}
         self.refused: set[int] = set()  # pendings whose roll the room refused (not enough Fear)
 
     def joined(self, session: Session, witness: bool) -> None:
@@ -100,8 +101,8 @@ class FairState:
             else:
                 self.witnesses.pop(session.id, None)
 
-    def done(self, seq: int, asked: tuple[str, ...]) -> None:
-        self.recent[seq] = asked
+    def done(self, seq: int, asked: tuple[str, ...], roll: int | None = None) -> None:
+        self.recent[seq] = (asked, roll)
         if len(self.recent) > RECENT:
             del self.recent[next(iter(self.recent))]
 
@@ -205,7 +206,7 @@ def witness(room: Room, state: FairState, session: Session, frame: protocol.Witn
         # Another node's open roll (the cluster store): its value is stored for whoever completes it.
         known = room.pending.pendings.get(frame.pending)
         if known is None:
-            if session.id in state.recent.get(frame.pending, ()):
+            if session.id in state.recent.get(frame.pending, ((), None))[0]:
                 return _late(session, frame.id)
             return _error(session, "not_found", "There is no open roll at that seq to witness.", frame.id)
         asked, commit = known.asked, known.commit
@@ -289,7 +290,7 @@ def stored(state: FairState, records: list[dict[str, Any]], *, own: bool, limits
             seq = record["fair"].get("pending")
             open_roll = state.open.pop(seq, None) if isinstance(seq, int) else None
             if open_roll is not None:
-                state.done(open_roll.seq, open_roll.asked)
+                state.done(open_roll.seq, open_roll.asked, record["seq"])
                 actions += [
                     Send(s, {"t": "ack", "id": rid, "seq": record["seq"]}) for s, rid in open_roll.acks
                 ]
@@ -301,8 +302,14 @@ def stored(state: FairState, records: list[dict[str, Any]], *, own: bool, limits
 def retry(state: FairState, failed: Pending) -> list[Action]:
     """A roll completing a pending was not stored (another node's event took its seq, a store error): its
     rollers wait on, and the roll is made again shortly (from the store, so the values stay the same)."""
-    open_roll = state.open.get(failed.completes) if failed.completes is not None else None
-    if open_roll is None or open_roll.made is None:
+    if failed.completes is None:
+        return []
+    open_roll = state.open.get(failed.completes)
+    if open_roll is None:  # another node's roll for it came first: the rollers are answered with that
+        made = state.recent.get(failed.completes, ((), None))[1]
+        acks, failed.acks = (failed.acks, []) if made is not None else ([], failed.acks)
+        return [Send(s, {"t": "ack", "id": rid, "seq": made}) for s, rid in acks]
+    if open_roll.made is None:
         return []
     open_roll.made, open_roll.tries = None, open_roll.tries + 1
     open_roll.acks, failed.acks = [*open_roll.acks, *failed.acks], []

@@ -135,3 +135,15 @@ def test_a_value_after_the_roll_is_late_and_counted() -> None:
     late = table.room.handle(bo, frame(witness(pending["seq"], b"b" * 16)))
     assert Measure("witness_late") in late
     assert late[0].frame["code"] == "not_found"  # type: ignore[union-attr]
+
+
+def test_a_roll_another_node_stored_first_answers_the_roller_of_the_completion_that_then_fails() -> None:
+    table, _gm, _ana, pending = opened()
+    room = table.room
+    table.auto_commit = False
+    completion = next(a.pending for a in room.witness_due(pending["seq"]) if isinstance(a, Append))
+    other = dict(completion.records[0], ts=1)
+    room.remote([other])  # the other node's roll arrives before this node hears its own append failed
+    answers = room.failed_append(completion, conflict=True)
+    assert [getattr(a, "frame", None) for a in answers] == [{"t": "ack", "id": "g1", "seq": other["seq"]}]
+    assert room.witness_due(pending["seq"]) == []
