@@ -248,14 +248,18 @@ export class TableRelay extends RelayConnection {
   _answerWitnesses() {
     for (const record of this._witness.toAnswer(this._me())) {
       const frame = { t: "witness", id: this._newId(), pending: record.seq, value: record.value };
+      const answered = (answer) => {
+        const failed = this._witness.answered(record.seq, answer, this._me());
+        if (failed) this._verdictChanged(failed.roll, `Roll ${failed.roll.seq} failed its fairness check: ${failed.reason}.`);
+      };
       this._request(frame).then(
-        () => this._witness.answered(record.seq, "ack"),
-        (err) => this._witness.answered(record.seq, ["disconnected", "closed", "timeout"].includes(err?.code) ? "lost" : String(err?.code)),
+        () => answered("ack"),
+        (err) => answered(["disconnected", "closed", "timeout"].includes(err?.code) ? "lost" : String(err?.code)),
       );
       if (!this._pending.get(frame.id)?.sent) {
         // Not on the wire (the socket is going): offered again with the same bytes after the next welcome.
         this._pending.delete(frame.id);
-        this._witness.answered(record.seq, "lost");
+        answered("lost");
       }
     }
   }

@@ -164,15 +164,22 @@ export class WitnessBook {
     return due;
   }
 
-  /** The server's answer to a witness frame: "ack", an error code, or "lost" (the socket closed first). */
-  answered(seq, answer) {
+  /**
+   * The server's answer to a witness frame: "ack", an error code, or "lost" (the socket closed first). When
+   * the roll came first, its check of this client's value is made now: returns `{roll, reason}` when it
+   * fails, else null.
+   */
+  answered(seq, answer, me) {
     const record = this.pendings.get(seq);
-    if (record && record.answer === "sent") record.answer = answer;
-  }
-
-  /** Pendings still waiting for their roll (for the timer). */
-  open() {
-    return [...this.pendings.values()].filter((r) => r.rolled === null);
+    if (!record || record.answer !== "sent") return null;
+    record.answer = answer;
+    const waiting = record.waiting;
+    record.waiting = null;
+    if (!waiting) return null;
+    const reason = this._myValueProblem(record, waiting.witnesses, me);
+    if (!reason) return null;
+    this._fail(waiting.roll, reason);
+    return { roll: waiting.roll, reason };
   }
 
   /** The timer ran out on pending `seq`: an alarm sentence if it still has no roll. */
@@ -230,10 +237,16 @@ export class WitnessBook {
       fail(`it carries a witness value from ${stranger[0]}, whom pending ${p} did not ask`);
       return alarms;
     }
-    const problem = this._myValueProblem(record, witnesses, me);
-    if (problem) {
-      fail(problem);
-      return alarms;
+    if (record.value && record.answer === "sent") {
+      // The roll came before the server's answer to this client's value (it may: the answer waits for the
+      // store), and which check applies depends on that answer (a second tab's "conflict", a "late" one).
+      record.waiting = { roll: event, witnesses };
+    } else {
+      const problem = this._myValueProblem(record, witnesses, me);
+      if (problem) {
+        fail(problem);
+        return alarms;
+      }
     }
     if (event.sealed !== true) {
       const commit = await this._commitProblem(record, event);

@@ -7,25 +7,32 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import WebSocket from "ws";
 import { decodeMsgpack, encodeMsgpack } from "../tablerelay.js";
-import { CHEAT_WITNESS_WAIT_MS, cheatingServer, closeAll, connect, createRoom, next, until } from "./helpers.mjs";
+import { CHEAT_WITNESS_WAIT_MS, cheatingServer, closeAll, connect, createRoom, fairServerWith, next, until } from "./helpers.mjs";
 
 after(closeAll);
 
 const d20 = { system: "dice", formula: "1d20+2" };
 const MARGIN_MS = 500; // the client's margin past the relay's witness wait before a missing roll is an alarm
 
-/** A real socket that records the frames its client sends. */
+/** A real socket that records the frames its client sends, and that its test can make deaf (`deaf = true`). */
 function recordingNet() {
   const sent = [];
   const sockets = [];
   class RecordingSocket extends WebSocket {
     constructor(url) {
       super(url);
+      this.deaf = false;
       sockets.push(this);
     }
     send(data) {
       sent.push(decodeMsgpack(new Uint8Array(data)));
       return super.send(data);
+    }
+    addEventListener(type, listener, options) {
+      if (type !== "message") return super.addEventListener(type, listener, options);
+      return super.addEventListener(type, (event) => {
+        if (!this.deaf) listener(event);
+      }, options);
     }
   }
   return { WebSocket: RecordingSocket, sent, sockets, last: () => sockets[sockets.length - 1] };
@@ -50,8 +57,8 @@ function tamperingNet(tamper) {
  * A table on the relay with `cheat`: a GM, the players named (each on a recording socket), a spectator, and
  * every alarm each of them raises.
  */
-async function table(cheat, players = ["Ana"]) {
-  const relay = await cheatingServer(cheat);
+async function table(cheat, players = ["Ana"], on = null) {
+  const relay = await (on ?? cheatingServer(cheat));
   const room = createRoom(undefined, relay);
   const options = { urlList: relay.url, witnessMarginMs: MARGIN_MS };
   const gm = await connect(room.gm, { name: "GM", ...options });
@@ -118,10 +125,33 @@ describe("answering witness requests", () => {
     assert.deepEqual(raised, []);
   });
 
-  test("a pending announced while the player was away is answered after the resume", async () => {
+  test("two tabs of one player both answer; the first value counts and neither raises an alarm", async () => {
     const t = await table("honest");
-    t.ana.net.last().terminate(); // the server still counts Ana until it notices; the pending asks her
+    const net = recordingNet();
+    const tab = await connect(t.ana.session, { urlList: t.relay.url, WebSocket: net.WebSocket, witnessMarginMs: MARGIN_MS });
+    assert.equal(tab.you.id, t.ana.you.id);
+    const raised = [];
+    tab.on("alarm", (alarm) => raised.push(alarm.message));
+    const roll = await t.gm.roll(d20);
+    await held(t.ana, roll.seq);
+    await held(tab, roll.seq);
+    const sent = [witnessFrames(t.ana)[0].value, net.sent.find((frame) => frame.t === "witness").value];
+    assert.equal(roll.fair.witnesses.length, 1);
+    assert.ok(sent.some((value) => Buffer.from(value).equals(Buffer.from(roll.fair.witnesses[0][1]))));
+    // The server's answers (an ack, and "already witnessed" for the other tab) may come after the roll.
+    await until(() => t.ana._witness.pendings.get(roll.fair.pending).answer !== "sent", 8000, "tab 1's answer");
+    await until(() => tab._witness.pendings.get(roll.fair.pending).answer !== "sent", 8000, "tab 2's answer");
+    assert.deepEqual([...t.everyone(), ...raised], []);
+  });
+
+  test("a pending announced while the player was away is answered after the resume", async () => {
+    // A wait of its own, long enough for any resume: her answer must not come after the roll is made.
+    const t = await table("honest", ["Ana"], fairServerWith({ TABLERELAY_WITNESS_WAIT_MS: "30000" }));
+    t.ana.net.last().deaf = true; // still connected for the server, so the pending asks her; she never sees it
+    const announced = next(t.gm, "event", (event) => event.kind === "pending");
     const rolled = t.gm.roll(d20, { label: "while away" });
+    await announced;
+    t.ana.net.last().terminate(); // she reconnects and resumes, and the pending is in the welcome's history
     await until(() => witnessFrames(t.ana).length === 1, 8000, "the answer after the resume");
     const roll = await rolled;
     assert.deepEqual(roll.fair.witnesses.map(([id]) => id), [t.ana.you.id]);
