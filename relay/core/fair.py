@@ -87,7 +87,9 @@ class FairState:
         self.witnesses: dict[str, int] = {}  # participant id -> its witness-capable sockets
         # Completed pendings -> who was asked, and the seq of the roll that completed it (None: refused).
         self.recent: dict[int, tuple[tuple[str, ...], int | None]] = {}
-        self.refused: set[int] = set()  # pendings whose roll the room refused (not enough Fear)
+        # Pendings that will get no roll: refused (not enough Fear), or nothing kept to make it (a log
+        # written before secrets were kept). They hold neither the seed nor their roller.
+        self.refused: set[int] = set()
 
     def joined(self, session: Session, witness: bool) -> None:
         if witness:

@@ -84,8 +84,9 @@ class Preparer:
             self.wait(handle, WaitWitnesses(seq, fair.RETRY_MS), execute)
             return
         if stored is None and (room.fair is None or seq not in room.fair.open):
-            if seq in room.pending.pendings:  # nothing stored and nothing held: it cannot be made
+            if seq in room.pending.pendings and room.fair is not None:  # nothing kept, nothing held
                 logger.error("pending_secret_missing", room=room.id, pending=seq)
+                room.fair.refused.add(seq)  # it cannot be made: let it hold neither the seed nor its roller
             return
         execute(handle, room.witness_due(seq, stored))
 
