@@ -128,3 +128,26 @@ async def test_a_silent_witness_delays_only_its_roll_and_one_who_drops_changes_n
     for s in [*others, made["seq"]]:
         assert verdicts[s].verdict == "fair", (s, verdicts[s])
         assert by_spec[s] == "fair", (s, by_spec[s])
+
+
+async def test_a_pending_with_nothing_kept_is_said_and_holds_neither_the_seed_nor_its_roller(
+    server_factory: Any, clients: Any
+) -> None:
+    """A log written before secrets were kept (here: the kept row deleted while the relay was down)."""
+    server: Server = server_factory(**FAIR, TABLERELAY_WITNESS_WAIT_MS="60000")
+    room = await server.acreate_room("Nothing kept")
+    gm = await clients.join(server.url, room.gm, "gm")
+    ana = await witness_client(clients, server, room.player, "ana")
+    await gm.send(roll_frame("g1"))
+    pending = await ana.next("event", kind="pending")
+    await asyncio.to_thread(server.kill)
+    with sqlite3.connect(server.data / "tablerelay.sqlite3") as conn:
+        assert conn.execute("DELETE FROM pendings").rowcount == 1
+    server.env["TABLERELAY_WITNESS_WAIT_MS"] = "300"  # its wait, counted from the pending, is long over
+    await asyncio.to_thread(server.start)
+    gm = await clients.join(server.url, room.gm, "gm-again")
+    logged = await server.alogged("pending_secret_missing")
+    assert [line["pending"] for line in logged] == [pending["seq"]]
+    other = await gm.request(roll_frame("g2"))
+    assert other["t"] == "ack", other
+    assert (await gm.request({"t": "seed", "id": "s1", "op": "reveal"}))["t"] == "ack", "the seed is free"
