@@ -20,6 +20,7 @@ JS = ROOT / "clients" / "js"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(480)  # seven files, one of them against six relay processes (witnessing.test.mjs)
 def test_js_client_node_suite(tmp_path: Path) -> None:
     assert (JS / "node_modules" / "@msgpack" / "msgpack").is_dir(), (
         "run scripts/setup.d/js-client.sh (npm ci in clients/js) first"
@@ -36,4 +37,5 @@ def test_js_client_node_suite(tmp_path: Path) -> None:
             at_least=30,
             room="Node tests",
             env={"TABLERELAY_TEST_FAIR_URL": fair.ws_url, "TABLERELAY_TEST_FAIR_DATA": str(fair.data)},
+            timeout=420,
         )

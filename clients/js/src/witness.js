@@ -137,8 +137,8 @@ export class WitnessBook {
       if (this.pendings.size > KEPT) this.pendings.delete(this.pendings.keys().next().value);
       if (this._offeredToMe(me, event.seq) && !asked.includes(me.id) && asked.length < MAX_ASKED) {
         alarms.push(
-          `The relay asked ${asked.length ? asked.join(", ") : "nobody"} to witness roll ${event.seq}'s dice but not this client, ` +
-            "which was connected and ready to: its dice could come from values the server chose.",
+          `The relay asked ${asked.length ? asked.join(", ") : "nobody"} to witness the roll it announced as event ${event.seq}, ` +
+            "but not this client, which was connected and ready to: that roll's dice could come from values the server chose.",
         );
       }
     }

@@ -248,7 +248,7 @@ describe("a relay that cheats is caught by the witness's alarm", () => {
       ]);
       // Beside another player: the pending asked only Bo.
       assert.deepEqual((await pending).asked, [bo.you.id]);
-      assert.match(two.raised.get(ana).join("\n"), /asked [0-9a-f]+ to witness roll \d+'s dice but not this client/);
+      assert.match(two.raised.get(ana).join("\n"), /asked [0-9a-f]+ to witness the roll it announced as event \d+, but not this client/);
       assert.deepEqual(two.raised.get(bo), []);
     });
   }
