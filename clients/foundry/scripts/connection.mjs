@@ -56,6 +56,8 @@ export function connect(/** @type {TableRelayModule} */ module) {
   client.on("welcome", (/** @type {any} */ frame) => {
     if (module.client !== client) return;
     module.limits = frame.limits ?? {};
+    // A relay rolling fair dice names the room's open dice seed in its welcome: the GM's panel offers its reveal.
+    module.fairDice = (frame.seed !== undefined && frame.seed !== null) || module.fairDice;
     module.head = Number.isInteger(frame.seq) ? frame.seq : 0;
     void welcomed(module, client);
   });
@@ -205,7 +207,7 @@ export function renderPanel(/** @type {TableRelayModule} */ module) {
   }
   host.innerHTML = panelHTML(
     { fear: Number(state.fear), hope, members: state.members },
-    { isGM: Boolean(module.game.user.isGM), status: module.status, limits: module.limits, names },
+    { isGM: Boolean(module.game.user.isGM), status: module.status, limits: module.limits, names, fairDice: module.fairDice },
     module.game.i18n,
   );
 }
@@ -213,6 +215,14 @@ export function renderPanel(/** @type {TableRelayModule} */ module) {
 function panelClick(/** @type {TableRelayModule} */ module, /** @type {MouseEvent} */ e) {
   const button = /** @type {HTMLElement|null} */ (/** @type {HTMLElement|null} */ (e.target)?.closest?.("button[data-action]") ?? null);
   if (!button) return;
+  if (button.dataset.action === "seed-reveal") {
+    // Fair dice: every roll that used the open seed can be recomputed once it is public (fairness.mjs redraws).
+    module.api
+      .revealSeed()
+      .then((/** @type {any} */ event) => module.notify("info", "TABLERELAY.Notify.SeedRevealed", { n: String(event?.n ?? "?") }))
+      .catch((/** @type {Error} */ err) => module.notify("error", "TABLERELAY.Notify.Error", { message: err.message }));
+    return;
+  }
   const [name, op] = String(button.dataset.action).split("-");
   const participant = button.dataset.participant;
   const options = name === "hope" && participant ? { participant } : {};

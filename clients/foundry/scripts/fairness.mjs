@@ -39,6 +39,12 @@ export function watchFairness(/** @type {TableRelayModule} */ module, /** @type 
   };
   client.on("event", (/** @type {any} */ event) => {
     if (event?.kind === "roll") judged(event);
+    // A fair room's first seed is committed with its first roll (its welcome named none): the GM's panel
+    // offers the seed's reveal from then on.
+    if (module.client === client && !module.fairDice && (event?.kind === "seed_commit" || event?.fair !== undefined)) {
+      module.fairDice = true;
+      module.renderPanel();
+    }
   });
   client.on("verdict", judged);
   client.on("alarm", (/** @type {import("./client.mjs").FairnessAlarm} */ alarm) => {
@@ -67,12 +73,24 @@ function seqOf(value) {
 function noteVerdict(module, client, event) {
   if (typeof event?.verdict !== "string" || !client.room?.id || !client.epoch) return null;
   const key = keyOf(client.room.id, client.epoch, seqOf(event.seq));
-  const witnesses = Array.isArray(event.fair?.witnesses) ? event.fair.witnesses.length : 0;
+  const witnesses = outsideWitnesses(event);
   const n = Number.isInteger(event.fair?.n) ? Number(event.fair.n) : null;
   module.judgements.delete(key); // re-inserted as the newest
   module.judgements.set(key, { verdict: event.verdict, reason: String(event.verdictReason ?? ""), witnesses, n });
   if (module.judgements.size > KEPT_VERDICTS) module.judgements.delete(/** @type {string} */ (module.judgements.keys().next().value));
   return key;
+}
+
+/**
+ * How many witness values came from outside the operator's side: a GM's own value for the GM's roll (a hidden
+ * roll asks its roller too) is no witness (spec/fairness.md, "outside contribution").
+ * @param {any} event
+ */
+export function outsideWitnesses(event) {
+  const witnesses = Array.isArray(event?.fair?.witnesses) ? event.fair.witnesses : [];
+  const roller = event?.actor?.id;
+  const gm = event?.actor?.role === "gm";
+  return witnesses.filter((/** @type {unknown} */ w) => Array.isArray(w) && !(gm && w[0] === roller)).length;
 }
 
 /**

@@ -54,6 +54,8 @@ export class TableRelayModule {
     this.limits = {};
     /** the room's last seq as of the latest welcome: no genuine message shows a later one yet */
     this.head = 0;
+    /** the relay rolls fair dice in this room (its welcome names an open dice seed): the GM's panel offers its reveal */
+    this.fairDice = false;
     /** @type {Promise<unknown>} relay events are posted one after another, in seq order */
     this.posting = Promise.resolve();
     /** @type {Map<string, import("./marks.mjs").Check>} this client's checks of chat messages, by message and content */

@@ -122,7 +122,8 @@ function verdictHTML(verdict, { flags, showVerified, where, worded, mark }, i18n
 /**
  * The Fear and Hope panel.
  * @param {{ fear: number, hope: Record<string, number>, members?: Array<{ id: string, name: string, role: string }> }} state
- * @param {{ isGM: boolean, status: string, limits?: { fear?: number, hope?: number }, names?: Record<string, string> }} view
+ * @param {{ isGM: boolean, status: string, limits?: { fear?: number, hope?: number }, names?: Record<string, string>, fairDice?: boolean }} view
+ *   `fairDice`: the relay rolls fair dice in this room, so a GM may reveal its dice seed from the panel
  * @param {Localizer} i18n
  */
 export function panelHTML(state, view, i18n) {
@@ -154,6 +155,7 @@ export function panelHTML(state, view, i18n) {
     ${gm ? `<button type="button" data-action="fear-spend" title="${say(i18n, "TABLERELAY.Panel.SpendFear")}">−</button><button type="button" data-action="fear-gain" title="${say(i18n, "TABLERELAY.Panel.GainFear")}">+</button>` : ""}
   </div>
   <ul class="tablerelay-hopes">${hopeRows}</ul>
+  ${gm && view.fairDice ? `<button type="button" class="tablerelay-seed" data-action="seed-reveal" title="${say(i18n, "TABLERELAY.Panel.RevealSeedTitle")}">${say(i18n, "TABLERELAY.Panel.RevealSeed")}</button>` : ""}
 </section>`;
 }
 

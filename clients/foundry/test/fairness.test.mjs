@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { after, describe, test } from "node:test";
 import { decodeMsgpack, encodeMsgpack } from "../../js/tablerelay.js";
-import { closeAll, createRoom, fairServer, until } from "../../js/test/helpers.mjs";
-import { alarmBannerHTML, fairMarkHTML, judge, rollKeys } from "../scripts/fairness.mjs";
+import { closeAll, createRoom, fairServer, server, until } from "../../js/test/helpers.mjs";
+import { alarmBannerHTML, fairMarkHTML, judge, outsideWitnesses, rollKeys } from "../scripts/fairness.mjs";
 import { TableRelayModule } from "../scripts/module.mjs";
 import { World } from "./harness.mjs";
 import { HarnessLocalization } from "./localization.mjs";
@@ -156,10 +156,44 @@ describe("verdict marks on chat cards", () => {
     await gm.module.api.revealSeed();
     await until(() => verdictIn(shown.html()) !== "awaiting seed", 8000, "the seed's verdict");
     // Aria's client witnessed the GM's roll (its hello said so, and it answered): a contribution from outside
-    // the GM's side, so the roll is fair. A hidden roll asks its roller too (spec/fairness.md), so the GM's
-    // client gave the second value, as the pages count it.
+    // the GM's side, so the roll is fair. A hidden roll asks its roller too (spec/fairness.md): the GM's own
+    // value is in the roll, and is no witness.
     assert.equal(verdictIn(shown.html()), "fair", shown.html());
-    assert.match(shown.html(), /fair · 2 witnesses</);
+    assert.match(shown.html(), /fair · 1 witness</);
+  });
+});
+
+describe("the GM's seed button", () => {
+  test("a GM's panel offers to reveal the dice seed on a fair relay, and the cards turn when it is pressed", async () => {
+    const { world, gm, aria } = await fairTable();
+    // A fair room commits its first seed with its first roll: the button comes with it.
+    const event = await aria.module.api.roll({ system: "dice", formula: "1d8" });
+    const panel = gm.document.getElementById("tablerelay-panel");
+    await until(() => /data-action="seed-reveal"/.test(panel.innerHTML), 4000, "the GM's seed button");
+    assert.match(panel.innerHTML, /Reveal dice seed/);
+    assert.doesNotMatch(aria.document.getElementById("tablerelay-panel").innerHTML, /seed-reveal/, "a player's panel has none");
+    await until(() => byFlag(world, event.seq).length === 1, 4000, "the card");
+    const element = gm.render(byFlag(world, event.seq)[0]);
+    await until(() => verdictIn(element.html()) === "awaiting seed", 8000, "the card's verdict");
+    // The button, as Foundry hands its click to the panel's listener.
+    panel.listeners.click[0]({ target: { closest: () => ({ dataset: { action: "seed-reveal" } }) } });
+    await until(() => verdictIn(element.html()) === "fair", 8000, "the card to turn fair");
+    await until(() => gm.notifications.some(([level, text]) => level === "info" && /dice seed 1 revealed/.test(text)), 4000, "the GM's notice");
+    assert.deepEqual(gm.wire.sent.filter((f) => f.t === "seed").map((f) => f.op), ["reveal"]);
+  });
+
+  test("without fair dice: no seed button, and no verdict mark on a card", async () => {
+    const room = createRoom(undefined, server);
+    const world = new World([{ id: "GMuser0000000001", name: "Gamemaster", isGM: true }]);
+    const gm = await foundry(world, "GMuser0000000001", room.gm, server);
+    const event = await gm.module.api.roll({ system: "dice", formula: "1d8" });
+    assert.equal(event.verdict, undefined);
+    await until(() => byFlag(world, event.seq).length === 1, 4000, "the card");
+    await gm.module.settled();
+    const html = await gm.renderedChecked(byFlag(world, event.seq)[0]);
+    assert.match(html, /signed ✓/, "the signature mark is there");
+    assert.equal(verdictIn(html), null, "and no fair dice mark");
+    assert.doesNotMatch(gm.document.getElementById("tablerelay-panel").innerHTML, /seed-reveal/);
   });
 });
 
@@ -257,6 +291,9 @@ describe("the marks' HTML", () => {
     assert.deepEqual(rollKeys({ via: false, room: "r", epoch: "e", seq: 4 }), []);
     assert.deepEqual(rollKeys({ via: true, room: "r", epoch: "e", seqs: [1, { toString: 1 }] }), [], "a macro's flags no number reads");
     assert.deepEqual(rollKeys({ via: true, room: "r", epoch: "e", seq: "7" }), ["r:e:7"]);
+    const gmRoll = { actor: { id: "g", role: "gm" }, fair: { witnesses: [["g", new Uint8Array(16)], ["p", new Uint8Array(16)]] } };
+    assert.equal(outsideWitnesses(gmRoll), 1, "a GM's own value for the GM's roll is no witness");
+    assert.equal(outsideWitnesses({ ...gmRoll, actor: { id: "g", role: "player" } }), 2, "a player's own value is one");
     assert.equal(alarmBannerHTML([], i18n), "");
     assert.match(alarmBannerHTML([{ message: "<b>x</b>", seq: 3 }], i18n), /&#60;b&#62;x&#60;\/b&#62;/, "alarm text is escaped");
   });

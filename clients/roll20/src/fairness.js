@@ -26,7 +26,10 @@ export function judgementOf(event) {
     label: typeof event.label === "string" ? event.label : "",
     verdict: event.verdict,
     reason: String(event.verdictReason ?? ""),
-    witnesses: event.verdict === "fair" && Array.isArray(fair.witnesses) ? fair.witnesses.length : 0,
+    // A GM's own value for the GM's roll (a hidden roll asks its roller too) is no witness (spec/fairness.md).
+    witnesses: event.verdict === "fair" && Array.isArray(fair.witnesses)
+      ? fair.witnesses.filter((w) => !(event.actor?.role === "gm" && Array.isArray(w) && w[0] === event.actor?.id)).length
+      : 0,
     n: Number.isInteger(fair.n) ? fair.n : null,
   };
 }

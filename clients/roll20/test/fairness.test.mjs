@@ -116,6 +116,10 @@ describe("the words and icons", () => {
     assert.equal(verdictWords(j("fair", 1)).word, "Fair · 1 witness");
     assert.equal(verdictWords(j("new verdict")).kind, "failed");
     assert.equal(judgementOf({ seq: 3, kind: "roll" }), null, "a relay without fair dice gives no verdict");
+    const value = new Uint8Array(16);
+    const gmRoll = { seq: 4, verdict: "fair", actor: { id: "g", role: "gm" }, fair: { n: 1, witnesses: [["g", value], ["p", value]] } };
+    assert.equal(judgementOf(gmRoll).witnesses, 1, "a GM's own value for the GM's roll is no witness");
+    assert.equal(judgementOf({ ...gmRoll, actor: { id: "g", role: "player" } }).witnesses, 2);
   });
 
   test("the overlay's list keeps the newest rolls, updates them in place, and lists an alarm once", () => {
