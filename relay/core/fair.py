@@ -85,6 +85,9 @@ class FairState:
         self.seeds = seeds
         self.open: dict[int, OpenRoll] = {}  # by the pending event's seq
         self.witnesses: dict[str, int] = {}  # participant id -> its witness-capable sockets
+        # Another relay node's run -> the witness-capable participants there (the cluster store; the shell
+        # keeps it up to date): they are asked too, and answer through their own node.
+        self.elsewhere: dict[str, set[str]] = {}
         # Completed pendings -> who was asked, and the seq of the roll that completed it (None: refused).
         self.recent: dict[int, tuple[tuple[str, ...], int | None]] = {}
         # Pendings that will get no roll: refused (not enough Fear), or nothing kept to make it (a log
@@ -430,10 +433,11 @@ def _asked(room: Room, state: FairState, session: Session, frame: protocol.Roll)
     if not sealed and session.role != "gm":
         return ()
     members = room.pending.members
-    players = [pid for pid in state.witnesses if pid in members and members[pid].role == "player"]
+    capable = set(state.witnesses).union(*state.elsewhere.values())
+    players = [pid for pid in capable if pid in members and members[pid].role == "player"]
     if sealed:
         asked = set(players)
-        if session.id in state.witnesses:
+        if session.id in capable:
             asked.add(session.id)
     else:
         asked = {pid for pid in players if pid != session.id}

@@ -156,6 +156,8 @@ class Relay:
             self.log.unfollow(room_id)  # ``state`` began keeping the room's events for a follow
             raise
         room = Room(info, state, self.limits, resolve=self.resolve, seeds=seeds)
+        if room.fair is not None and self.presence is not None:  # the other nodes' witnesses, kept current
+            room.fair.elsewhere = self.presence.witnesses.for_room(room_id)
         keep = self.limits.history
         if keep and state.seq:
             try:
@@ -359,7 +361,7 @@ class Relay:
         leave = handle.room.disconnect(session)
         if leave is not None:
             self.submit(handle, leave)
-        if self.presence is not None and session.id not in handle.room.sockets:
+        if self.presence is not None and (session.id not in handle.room.sockets or session.witness):
             self.presence.changed(handle)
 
     @property
@@ -464,7 +466,7 @@ class Relay:
             return None
         conn.admit(session)
         conn.handle = handle
-        if self.presence is not None and room.sockets.get(session.id) == 1:
+        if self.presence is not None and (room.sockets.get(session.id) == 1 or session.witness):
             self.presence.changed(handle)
         # Subscribed from here on: every event committed later lands in the outbox.
         handle.subscribers[conn] = session

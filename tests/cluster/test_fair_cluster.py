@@ -98,3 +98,28 @@ async def test_the_node_holding_a_roll_merges_a_value_stored_through_another_and
     assert [r["seq"] for r in records if r["kind"] == "roll" and r["fair"]["pending"] == pending["seq"]] == [
         made["seq"]
     ]
+
+
+async def test_a_witness_on_another_node_is_asked_and_answers_through_it(
+    nats: NatsCluster, nodes_factory: Callable[..., Nodes], clients: Any
+) -> None:
+    nodes = nodes_factory(nats, **FAIR, TABLERELAY_WITNESS_WAIT_MS="2000")
+    a, b = nodes.nodes
+    room = await nodes.acreate_room("Witness elsewhere")
+    gm = await clients.join(a.url, room.gm, "gm-a")
+    ana = await witness_client(clients, b, room.player, "ana-b")  # only on node B
+    await a.alogged("witnesses_seen", room.id)  # node A has heard that B holds a witness of the room
+    await gm.send(roll_frame("g1"))
+    pending = await ana.next("event", kind="pending")
+    assert pending["asked"] == [ana.id], "asked by node A though her socket is on node B"
+    answer = await ana.request({"t": "witness", "id": "w1", "pending": pending["seq"], "value": b"a" * 16})
+    assert answer["t"] == "ack", answer
+    made = await gm.answer("g1", timeout=30)
+    assert made["t"] == "ack", made
+    event = await gm.event(made["seq"])
+    assert event["fair"]["witnesses"] == [[ana.id, b"a" * 16]]
+    assert (await gm.request({"t": "seed", "id": "s1", "op": "reveal"}))["t"] == "ack"
+    await gm.ping()
+    records = await stored(nats.store, room.id)
+    assert verify_fair(records, room.id)[made["seq"]].verdict == "fair"
+    assert spec_fairness.verdicts(records, room.id)[made["seq"]] == "fair"

@@ -41,6 +41,7 @@ from nats.js.kv import KeyValue
 
 from relay.core.state import Member
 from relay.settings.logs import get_logger
+from relay.shell.cluster.witnesses import WitnessBoard
 from relay.shell.connection import RoomHandle
 from relay.shell.host import Host
 from relay.storage.nats.connect import bucket_subjects, ensure_bucket, patiently
@@ -101,6 +102,8 @@ class Presence:
         self._live: set[str] = set()
         self._scanned = -FULL_SCAN
         self._tasks: list[asyncio.Task[None]] = []
+        # Who can witness rolls on the other runs (fair dice); started with the rest.
+        self.witnesses = WitnessBoard(relay, self.js, self.replicas, self.me)
 
     # -- starting and stopping ---------------------------------------------------------------------------
 
@@ -113,6 +116,7 @@ class Presence:
             await self.nodes.put(self.me, b"1")
 
         await patiently(set_up)
+        await patiently(self.witnesses.start)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._publish()), loop.create_task(self._beat())]
         logger.info("presence_started", run=self.me)
@@ -123,6 +127,7 @@ class Presence:
             await asyncio.wait_for(self._flush(), 5.0)
         for task in self._tasks:
             task.cancel()
+        await self.witnesses.close()
         if self.nodes is not None:
             with contextlib.suppress(Exception):
                 await self.js.purge_stream(f"KV_{NODES_BUCKET}", subject=f"$KV.{NODES_BUCKET}.{self.me}")
@@ -130,9 +135,11 @@ class Presence:
     # -- this node's sockets -----------------------------------------------------------------------------
 
     def changed(self, handle: RoomHandle) -> None:
-        """A participant's first socket arrived here, or its last one closed."""
+        """A participant's first socket arrived here, or its last one closed (or a witness's)."""
         self._dirty[handle.room.id] = handle
         self._wake.set()
+        if handle.room.fair is not None:
+            self.witnesses.changed(handle)
 
     def answer_leaves(self, handle: RoomHandle, records: Sequence[dict[str, Any]]) -> None:
         """Another node stored leaves: those of participants with a socket here are answered with joins."""
@@ -201,6 +208,7 @@ class Presence:
         self._suspects |= self._seen - live
         self._seen |= live
         self._live = live
+        self.witnesses.prune(live)
         if now - self._scanned >= FULL_SCAN:
             self._scanned = now
             listed = owners(await bucket_subjects(self.js, PRESENCE_BUCKET), PRESENCE_BUCKET, 3)
