@@ -136,6 +136,26 @@ export function seedLine(event) {
 }
 
 /**
+ * A `pending` event as a quiet line: a GM's or hidden roll announced, with how many witnesses were asked. Its id
+ * is the event's `roll-SEQ`, so an alarm about it ("announced but never made", "not asked") links here.
+ */
+export function pendingLine(event) {
+  const asked = Array.isArray(event.asked) ? event.asked.length : 0;
+  const who = event.actor?.name ?? "Someone";
+  const witnesses = asked ? `${asked} witness${asked === 1 ? "" : "es"} asked` : "no witness asked";
+  const title =
+    `${who}'s roll is bound to its intent before anyone answers; the players asked send random bytes that go ` +
+    "into its dice, and each checks that its bytes are in the roll.";
+  return h(
+    "div",
+    { class: "line seed pending", role: "note", title, id: `roll-${event.seq}` },
+    h("span", { class: "dot", "aria-hidden": "true" }),
+    h("span", {}, `${who}'s roll announced: ${witnesses}`),
+    timeOf(event.ts),
+  );
+}
+
+/**
  * Show an alarm in the page's red banner (made on first use, under the top bar), newest first; the same
  * message is shown once.
  */

@@ -4,7 +4,7 @@
 
 import { ROLE_WORDS, avatar, h, roleTag, str, timeOf } from "./dom.js";
 import { VISIBILITY_WORDS, isCritical, rollBody, rollSentence, systemName } from "./roll-render.js";
-import { icon, markVerdict, seedLine } from "./fair-render.js";
+import { icon, markVerdict, pendingLine, seedLine } from "./fair-render.js";
 
 // ---- the feed ------------------------------------------------------------------------------------------
 
@@ -59,6 +59,9 @@ export class Feed {
       case "seed_commit":
       case "seed_reveal":
         node = seedLine(event); // fair dice (spec/fairness.md): a quiet line; the rolls carry the verdicts
+        break;
+      case "pending":
+        node = pendingLine(event); // a witnessed roll announced: a quiet line an alarm can link to
         break;
       case "join":
       case "leave":

@@ -206,11 +206,18 @@ def test_a_player_page_witnesses_a_gm_roll_and_raises_the_banner_when_the_relay_
             assert [len(value) for _, value in event["fair"]["witnesses"]] == [16]
             badge = card(page, event["seq"]).locator(".fair-badge")
             expect(badge).to_have_attribute("data-verdict", "awaiting seed")
+            announced = page.locator(f"#roll-{event['fair']['pending']}")
+            expect(announced).to_have_text(re.compile("Mercer's roll announced: 1 witness asked"))
             expect(banner).to_have_count(0)
             return
         gm.send({**frame, "id": "gm-1"})  # not awaited: the withheld roll is never acknowledged
         expect(banner).to_be_visible(timeout=WITNESS_WAIT_MS + 20_000)
         expect(banner).to_have_attribute("role", "alert")
         expect(banner).to_contain_text(re.compile(caught))
+        if cheat == "withhold":
+            # The alarm links to the quiet line of the pending whose roll never came.
+            line = page.locator("#feed .line.pending")
+            expect(line).to_have_text(re.compile("Mercer's roll announced: 1 witness asked"))
+            assert banner.locator("a").first.get_attribute("href") == f"#{line.get_attribute('id')}"
     finally:
         gm.close()
