@@ -7,19 +7,15 @@
 // write flags). A roll this client did not receive since it connected (before a reload's resume point) shows no
 // verdict here; the relay's /events page and `tablerelay verify --fair` judge it.
 //
-// Icons are inline SVG: a font glyph (a check mark) shows as an empty box in a browser without an emoji font.
+// The marks' HTML (inline SVG icons, words from lang/*.json) is ui.mjs's, with the module's other HTML.
 
 import { FLAG_SCOPE } from "./messages.mjs";
-import { escapeHTML } from "./ui.mjs";
+import { alarmBannerHTML, fairMarkHTML } from "./ui.mjs";
 
 /** @typedef {import("./module.mjs").TableRelayModule} TableRelayModule */
 /** @typedef {import("./ui.mjs").Localizer} Localizer */
 
-/**
- * This client's verdict on one relay roll: the JS client's `verdict` and `verdictReason`, the number of
- * witness values the roll carries and its dice seed.
- * @typedef {{ verdict: string, reason: string, witnesses: number, n: number|null }} Judgement
- */
+/** @typedef {import("./ui.mjs").Judgement} Judgement */
 
 /** Verdicts kept (the newest): a card older than that shows none until its roll is received again. */
 const KEPT_VERDICTS = 2000;
@@ -187,81 +183,4 @@ export function renderAlarms(/** @type {TableRelayModule} */ module) {
     document.body.appendChild(host);
   }
   host.innerHTML = alarmBannerHTML(module.alarms, module.game.i18n);
-}
-
-// ---- HTML ------------------------------------------------------------------------------------------------
-
-/** SVG shapes per icon, on a 16×16 grid, stroked in the text's colour (the pages draw the same). */
-const ICONS = Object.freeze({
-  fair: '<path d="M3 8.5l3 3 7-7"/>',
-  unwitnessed: '<circle cx="8" cy="8" r="5.5"/><path d="M5.5 8h5"/>',
-  "awaiting seed": '<circle cx="8" cy="8" r="5.5"/><path d="M8 5v3.2l2 1.3"/>',
-  sealed: '<rect x="3.5" y="7" width="9" height="6.5" rx="1"/><path d="M5.5 7V5a2.5 2.5 0 0 1 5 0v2"/>',
-  failed: '<path d="M4 4l8 8M12 4l-8 8"/>',
-  alarm: '<path d="M8 2l6.5 12h-13z"/><path d="M8 6.5v3.5M8 12.2v.1"/>',
-});
-
-/** An inline SVG icon by name (an unknown one draws as unwitnessed: never as fair). */
-export function iconSVG(/** @type {string} */ name, size = 12) {
-  const shapes = ICONS[/** @type {keyof typeof ICONS} */ (name)] ?? ICONS.unwitnessed;
-  return `<svg class="tablerelay-fair-icon" viewBox="0 0 16 16" width="${size}" height="${size}" aria-hidden="true" focusable="false" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">${shapes}</svg>`;
-}
-
-/**
- * A verdict's words: its short label and its explanation, in this client's language.
- * @param {Judgement} j @param {Localizer} i18n
- */
-export function verdictWords(j, i18n) {
-  const n = j.n === null ? "?" : String(j.n);
-  const reason = j.reason;
-  switch (j.verdict) {
-    case "fair":
-      return {
-        label: j.witnesses === 1 ? i18n.localize("TABLERELAY.Fair.FairOneWitness") : j.witnesses > 1 ? i18n.format("TABLERELAY.Fair.FairWitnesses", { count: String(j.witnesses) }) : i18n.localize("TABLERELAY.Fair.Fair"),
-        explanation: i18n.format("TABLERELAY.Fair.FairTitle", { n, reason }),
-      };
-    case "unwitnessed":
-      return { label: i18n.localize("TABLERELAY.Fair.Unwitnessed"), explanation: i18n.format("TABLERELAY.Fair.UnwitnessedTitle", { n, reason }) };
-    case "awaiting seed":
-      return { label: i18n.localize("TABLERELAY.Fair.Awaiting"), explanation: i18n.format("TABLERELAY.Fair.AwaitingTitle", { n, reason }) };
-    case "sealed":
-      return { label: i18n.localize("TABLERELAY.Fair.Sealed"), explanation: i18n.localize("TABLERELAY.Fair.SealedTitle") };
-    default:
-      // "failed", or a verdict newer than this module: shown as what it is, never as fair.
-      return { label: i18n.localize("TABLERELAY.Fair.Failed"), explanation: i18n.format("TABLERELAY.Fair.FailedTitle", { reason: reason || j.verdict }) };
-  }
-}
-
-/**
- * The verdict mark: an icon and a word, the explanation on hover (its title) and on a tap or Enter (a
- * <details> opens it below). Empty for no verdict.
- * @param {Judgement|null} j @param {Localizer} i18n
- */
-export function fairMarkHTML(j, i18n) {
-  if (!j) return "";
-  const { label, explanation } = verdictWords(j, i18n);
-  const kind = ["fair", "unwitnessed", "awaiting seed", "sealed"].includes(j.verdict) ? j.verdict.replace(" ", "-") : "failed";
-  const known = kind === "failed" ? "failed" : j.verdict;
-  return [
-    `<details class="tablerelay-fair tablerelay-fair-${kind}" data-verdict="${escapeHTML(known)}">`,
-    `<summary title="${escapeHTML(explanation)}">${iconSVG(known)} <span class="tablerelay-fair-word">${escapeHTML(label)}</span></summary>`,
-    `<p class="tablerelay-fair-note">${escapeHTML(explanation)}</p>`,
-    `</details>`,
-  ].join("");
-}
-
-/**
- * The red banner: what an alarm means, and each alarm of this session, newest first. Empty for none.
- * @param {Array<{ message: string, seq: number|null }>} alarms @param {Localizer} i18n
- */
-export function alarmBannerHTML(alarms, i18n) {
-  if (!alarms.length) return "";
-  const items = alarms.map((a) => `<li data-seq="${a.seq ?? ""}">${escapeHTML(a.message)}</li>`).join("");
-  return [
-    `<section class="tablerelay-alarm" role="alert">`,
-    `<header>${iconSVG("alarm", 18)} <strong>${escapeHTML(i18n.localize("TABLERELAY.Fair.AlarmTitle"))}</strong>`,
-    `<button type="button" data-action="dismiss" title="${escapeHTML(i18n.localize("TABLERELAY.Fair.AlarmDismiss"))}">${escapeHTML(i18n.localize("TABLERELAY.Fair.AlarmDismiss"))}</button></header>`,
-    `<ul>${items}</ul>`,
-    `</section>`,
-  ].join("");
 }
