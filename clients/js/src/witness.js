@@ -259,21 +259,21 @@ export class WitnessBook {
   _myValueProblem(record, witnesses, me) {
     if (!record.value || record.answer === null || record.answer === "lost") return null;
     const mine = witnesses.filter((w) => Array.isArray(w) && w[0] === me.id);
-    if (record.answer === "conflict") {
-      // Another socket of this participant (a second tab) answered first: its value is the one the roll
-      // must carry, and that socket checks it. Here only its presence can be checked.
-      return mine.length ? null : `the witness value this participant sent for pending ${record.seq} was left out`;
+    if (record.answer === "ack") {
+      // Taken: exactly these bytes must be in the roll under this client's id.
+      if (!mine.length) return `the witness value this client sent for pending ${record.seq} was left out`;
+      if (mine.length > 1 || !sameBytes(mine[0][1], record.value)) {
+        return `the witness value this client sent for pending ${record.seq} was replaced (sent ${toHex(record.value).slice(0, 8)}…)`;
+      }
+      return null;
     }
-    // Announced while this client was away (it came in a welcome's history): it may have come too late.
+    // Refused ("already witnessed", "too late"): when the roll carries a value under this participant's id,
+    // another socket of it (a second tab) answered first, and that socket checks its own bytes.
+    if (mine.length) return null;
+    // Announced while this client was away (it came in a welcome's history): it may really have come too late.
     if (record.answer === "not_found" && !record.live) return null;
-    if (!mine.length) {
-      const late = record.answer === "not_found" ? " (the relay said it came after the roll was made)" : "";
-      return `the witness value this client sent for pending ${record.seq} was left out${late}`;
-    }
-    if (mine.length > 1 || !sameBytes(mine[0][1], record.value)) {
-      return `the witness value this client sent for pending ${record.seq} was replaced (sent ${toHex(record.value).slice(0, 8)}…)`;
-    }
-    return null;
+    const late = record.answer === "not_found" ? " (the relay said it came after the roll was made)" : "";
+    return `the witness value this client sent for pending ${record.seq} was left out${late}`;
   }
 
   /** A full roll's nonce against its pending's commit (the roll is bound to what was announced). */
