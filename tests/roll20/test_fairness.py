@@ -41,7 +41,7 @@ def reveal_seed(relay: Relay, gm_token: str) -> None:
         gm.close()
 
 
-@pytest.mark.parametrize("table", ["userscript"], indirect=True)
+@pytest.mark.parametrize("table", ["extension", "userscript"], indirect=True)
 def test_the_overlay_shows_each_linked_rolls_verdict_and_its_link_opens_a_page_that_shows_it(
     table: Table, fair_relay: Relay
 ) -> None:
@@ -112,6 +112,8 @@ def flip_seed_reveals(ws: WebSocketRoute) -> None:
     server.on_message(to_page)
 
 
+# The userscript only: its socket is the page's own, which Playwright's route_web_socket is made for; the
+# extension's content script runs the same bridge and overlay code (the first test runs both builds).
 @pytest.mark.parametrize("table", ["userscript"], indirect=True)
 def test_a_seed_reveal_that_does_not_match_its_commitment_raises_the_red_banner(
     table: Table, fair_relay: Relay
