@@ -234,6 +234,9 @@ def witness_kept(room: Room, state: FairState, kept_value: KeepWitness, outcome:
         open_roll.storing.discard(kept_value.participant)
     if outcome == "twice":
         return _error(session, "conflict", "You have already witnessed that roll.", rid)
+    if open_roll is not None and open_roll.values.get(kept_value.participant) == kept_value.value:
+        # Already in: the store's change reached this node first (``values_stored``).
+        return [Send(session, {"t": "ack", "id": rid, "seq": seq})]
     if outcome in ("closed", "missing") or (open_roll is not None and open_roll.made is not None):
         return _late(session, rid)
     if outcome != "stored" and open_roll is None:
@@ -246,6 +249,20 @@ def witness_kept(room: Room, state: FairState, kept_value: KeepWitness, outcome:
     if len(open_roll.values) < len(open_roll.asked):
         return answered
     return answered + complete(room, state, seq)
+
+
+def values_stored(room: Room, state: FairState, stored: Mapping[str, Any]) -> list[Action]:
+    """What the store keeps for a roll changed (a value stored through another node): an open roll held here
+    takes the values in, and is made once every witness asked is in, as when they all answered here."""
+    open_roll = state.open.get(stored.get("pending", 0))
+    if open_roll is None or open_roll.commit != stored.get("commit") or open_roll.made is not None:
+        return []
+    for participant, value in stored.get("values", {}).items():
+        if participant in open_roll.asked:
+            open_roll.values.setdefault(participant, bytes(value))
+    if len(open_roll.values) < len(open_roll.asked):
+        return []
+    return complete(room, state, open_roll.seq)
 
 
 def complete(room: Room, state: FairState, seq: int, stored: Mapping[str, Any] | None = None) -> list[Action]:

@@ -46,6 +46,7 @@ class Preparer:
     def __init__(self, log: EventLog, loaded: Callable[[RoomHandle], bool] = lambda _: True) -> None:
         self.log = log
         self.loaded = loaded  # whether a handle is still the server's (an unloaded room's timers stop)
+        self._watching = False
         self._tasks: set[asyncio.Task[None]] = set()
 
     def prepare(self, handle: RoomHandle, n: int) -> None:
@@ -89,6 +90,24 @@ class Preparer:
                 room.fair.refused.add(seq)  # it cannot be made: let it hold neither the seed nor its roller
             return
         execute(handle, room.witness_due(seq, stored))
+
+    async def watch(self, rooms: dict[str, RoomHandle], execute: Execute) -> None:
+        """With a shared store: values other nodes store for rolls held here reach them at once, so a roll is
+        made as soon as every witness asked has answered, through whichever node (started once)."""
+        if self._watching or not self.log.shared:
+            return
+        self._watching = True
+
+        def changed(room_id: str, stored: dict[str, Any]) -> None:
+            handle = rooms.get(room_id)
+            if handle is not None and handle.room.fair is not None:
+                execute(handle, fair.values_stored(handle.room, handle.room.fair, stored))
+
+        try:
+            await self.log.watch_kept(changed)
+        except Exception as exc:  # rolls are then made at the end of their wait, with every stored value
+            self._watching = False
+            logger.warning("kept_watch_failed", error=type(exc).__name__)
 
     def keep(self, handle: RoomHandle, action: KeepWitness, execute: Execute) -> None:
         """Store a witness's value, then hand the store's answer to the room."""

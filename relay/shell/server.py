@@ -158,6 +158,7 @@ class Relay:
         room = Room(info, state, self.limits, resolve=self.resolve, seeds=seeds)
         if room.fair is not None and self.presence is not None:  # the other nodes' witnesses, kept current
             room.fair.elsewhere = self.presence.witnesses.for_room(room_id)
+            await self.seeds.watch(self.rooms, self.execute)  # and the values stored through them
         keep = self.limits.history
         if keep and state.seq:
             try:

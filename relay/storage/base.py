@@ -73,6 +73,11 @@ class EventLog(abc.ABC):
         this process's own appends. A log with a single writer has nothing to deliver.
         """
 
+    async def watch_kept(self, deliver: Callable[[str, Record], None]) -> None:  # noqa: B027
+        """From now on, call ``deliver(room, kept)`` whenever what is kept for an open witnessed roll changes
+        (a value stored through another process). A log with a single writer has nothing to deliver: its
+        own process stored every value it holds."""
+
     def unfollow(self, room: str) -> None:  # noqa: B027
         """The server has let ``room`` go (unloaded it): stop delivering its records and keeping anything
         for it. The next ``state`` and ``follow`` start again from the store."""

@@ -17,7 +17,18 @@ from tests import spec_fairness
 from tests.cluster.conftest import Nodes
 from tests.cluster.natsd import NatsCluster
 from tests.cluster.test_cluster import stored
+from tests.e2e.servers import Server
 from tests.e2e.test_fair_dice import DICE, FAIR, witness_client
+
+
+async def seen(node: Server, room_id: str, witnesses: int) -> None:
+    """Wait until ``node`` has heard of ``witnesses`` witnesses of the room on the other node (as ``alogged``
+    waits for a line: the publication travels through NATS)."""
+    for _ in range(400):
+        if any(r.get("count") == witnesses for r in node.logged("witnesses_seen", room_id)):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"node never heard of {witnesses} witnesses:\n{node.log_text()[-3000:]}")
 
 
 def roll_frame(rid: str) -> dict[str, Any]:
@@ -123,3 +134,27 @@ async def test_a_witness_on_another_node_is_asked_and_answers_through_it(
     records = await stored(nats.store, room.id)
     assert verify_fair(records, room.id)[made["seq"]].verdict == "fair"
     assert spec_fairness.verdicts(records, room.id)[made["seq"]] == "fair"
+
+
+async def test_a_roll_is_made_once_every_witness_has_answered_through_another_node(
+    nats: NatsCluster, nodes_factory: Callable[..., Nodes], clients: Any
+) -> None:
+    """With a wait far longer than any test, the roll is made only because every value stored through node
+    B reached node A, which holds the roll."""
+    nodes = nodes_factory(nats, **FAIR, TABLERELAY_WITNESS_WAIT_MS="600000")
+    a, b = nodes.nodes
+    room = await nodes.acreate_room("Everyone elsewhere")
+    gm = await clients.join(a.url, room.gm, "gm-a")
+    ana = await witness_client(clients, b, room.player, "ana-b")
+    bo = await witness_client(clients, b, room.player, "bo-b")
+    await seen(a, room.id, 2)
+    await gm.send(roll_frame("g1"))
+    pending = await ana.next("event", kind="pending")
+    assert pending["asked"] == sorted([ana.id, bo.id])
+    for client, value in ((ana, b"a" * 16), (bo, b"b" * 16)):
+        answer = await client.request({"t": "witness", "pending": pending["seq"], "value": value})
+        assert answer["t"] == "ack", answer
+    made = await gm.answer("g1")
+    assert made["t"] == "ack", made
+    event = await gm.event(made["seq"])
+    assert event["fair"]["witnesses"] == sorted([[ana.id, b"a" * 16], [bo.id, b"b" * 16]])

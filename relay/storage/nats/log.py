@@ -40,7 +40,7 @@ import contextlib
 import itertools
 import secrets
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import nats.errors
@@ -96,6 +96,7 @@ class NatsLog(EventLog):
         self.rooms = RoomDirectory(js, rooms)
         self.seed_vault = SeedVault(js, replicas)
         self.pending_vault = PendingVault(js, replicas)
+        self._kept_watch: asyncio.Task[None] | None = None
         self.replicas = replicas
         self._loop = asyncio.get_running_loop()
         self._lanes: dict[str, Lane] = {}
@@ -200,6 +201,11 @@ class NatsLog(EventLog):
 
     async def close_pending(self, room: str, pending: int, commit: str) -> Record | None:
         return await self.pending_vault.close(room, pending, commit)
+
+    async def watch_kept(self, deliver: Callable[[str, Record], None]) -> None:
+        if self._kept_watch is None:
+            self._kept_watch = await self.pending_vault.watch(deliver)
+            self._tasks.add(self._kept_watch)
 
     async def kept_rolls(self, room: str) -> list[Record]:
         return await self.pending_vault.stored(room)

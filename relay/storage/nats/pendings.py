@@ -11,16 +11,20 @@ event stream: nothing here is in any event until the roll's reveal.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import asyncio
+from collections.abc import Callable, Collection
 
+import nats.errors
 import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
+from relay.settings.logs import get_logger
 from relay.storage.base import Record, witness_into
 from relay.storage.codec import decode_record, encode_record
 from relay.storage.nats.connect import bucket_subjects, ensure_bucket, patiently
 
+logger = get_logger("relay.log.nats")
 PENDINGS_BUCKET = "tablerelay_pendings"
 #: Compare-and-set tries before giving up (each failed try means another node's value went in).
 CAS_TRIES = 50
@@ -86,6 +90,27 @@ class PendingVault:
     async def close(self, room: str, pending: int, commit: str) -> Record | None:
         _, kept = await self._change(room, pending, commit, None)
         return kept
+
+    async def watch(self, deliver: Callable[[str, Record], None]) -> asyncio.Task[None]:
+        """Hand every change of a kept roll (new values, closing) to ``deliver(room, kept)``."""
+        kv = await patiently(self._bucket)
+        watcher = await kv.watchall(ignore_deletes=True)
+
+        async def run() -> None:
+            while True:
+                try:
+                    entry = await watcher.updates(timeout=3600)  # type: ignore[no-untyped-call]
+                except nats.errors.TimeoutError:
+                    continue
+                if entry is None or not entry.value:  # None: the end of what was there when it began
+                    continue
+                room = entry.key.rsplit(".", 2)[0]
+                try:
+                    deliver(room, decode_record(entry.value))
+                except Exception:
+                    logger.exception("kept_delivery_failed", room=room)
+
+        return asyncio.get_running_loop().create_task(run())
 
     async def _keys(self, room: str) -> list[str]:
         await self._bucket()
