@@ -17,7 +17,7 @@ from websockets.asyncio.server import Server, serve
 from relay.core.room import Resolver
 from relay.settings.config import Config
 from relay.settings.logs import get_logger
-from relay.shell import public
+from relay.shell import public, upkeep
 from relay.shell.server import Relay
 from relay.storage import stores
 from relay.storage.sqlite.log import SqliteLog
@@ -48,13 +48,15 @@ def settle_gc() -> None:
     Everything alive once the server has started (modules, the rules tables, configuration) is frozen
     out of later collections: a full collection walked all of it, pausing the event loop 26 to 49 ms
     in the latency benchmark, whose p99 is about 30 ms. The youngest generation is collected less
-    often. The server's process calls this; a library user's own process keeps its
-    settings.
+    often, and the upkeep freezes what survives its collections from now on (``relay.shell.upkeep``: so
+    no collection walks the sockets and rooms of the hours before). The server's process calls this; a
+    library user's own process keeps its settings.
     """
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(GC_YOUNG, middle, old)
+    upkeep.freeze_survivors()
 
 
 def _url(host: str, port: int) -> str:

@@ -6,13 +6,23 @@
   a room that stays loaded for months holds no more per hidden roll than a fresh one.
 - **Idle rooms**: a room with no socket, no append in flight and nothing waiting to be broadcast for
   ``Limits.room_idle`` seconds is unloaded; the next hello for it loads it from the log again.
-- **Freed memory back to the system**: once a minute a full garbage collection, then, on glibc,
-  ``malloc_trim(0)`` hands the pages that freed C-level allocations left empty (frames, encoded records,
-  dict tables over 512 bytes all come from ``malloc``) back to the kernel. Both durations are logged
-  (``memory_trimmed``: the collection's pause is ``collect_ms``). ``relay.shell.serve.settle_gc`` makes
-  Python's own full collections rare, and without this one the interpreter's allocated blocks grew twice
-  as fast in the soak; its price is a pause of 160 to 294 ms a minute with 1,000 sockets in 200 rooms.
-  ``TABLERELAY_FULL_GC=0`` turns it off (docs/hardening.md has the runs).
+- **Cycles, without walking the whole heap**: every second, a full garbage collection of what became
+  long-lived since the second before, and then ``gc.freeze()``, which moves the survivors out of the
+  collector's reach (a list splice, no walk). ``relay.shell.serve.settle_gc`` freezes start-up the same way.
+  So a collection walks one second's worth of new long-lived objects (a few ms), never the sockets and
+  rooms that were there before: the minutely collection of the whole heap it replaces stopped the loop for
+  160 to 294 ms with 1,000 sockets and 0.4 to 1.4 s with 18,000 (docs/hardening.md). A frozen object
+  is still freed the moment its last reference goes, as every object here is; only a reference cycle formed
+  among frozen objects would wait for ever, and none is known: the collection of the whole heap found 0
+  objects a minute in the soak, and tests hold that a closed socket and an unloaded room leave no cycle.
+  CPython's own full collections, triggered as before, walk only what is not frozen either.
+  ``TABLERELAY_FULL_GC=0`` turns both off, ``whole`` brings back the collection of the whole heap, unfrozen,
+  once a minute (for chasing a leak: compare its ``collected``); docs/hardening.md has the runs.
+- **Freed memory back to the system**: once a minute, on glibc, ``malloc_trim(0)`` hands the pages that
+  freed C-level allocations left empty (frames, encoded records, dict tables over 512 bytes all come from
+  ``malloc``) back to the kernel. Logged as ``memory_trimmed`` with the minute's collections (their count,
+  their longest pause ``collect_ms``, what they found). Not what is frozen: ``gc.get_freeze_count()`` walks
+  the frozen objects one by one (71 ms for 600,000 of them on a busy 2-core machine).
 
 Nothing here runs per roll: a roll's path is unchanged, and the upkeep only ever looks at rooms.
 """
@@ -26,6 +36,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Container
+from dataclasses import dataclass
 
 from relay.core import protocol
 from relay.core.room import Room
@@ -39,8 +50,65 @@ logger = get_logger("relay.upkeep")
 
 #: Seconds between two looks at the loaded rooms (more often when ``Limits.room_idle`` is short).
 EVERY = 10.0
-#: Seconds between two ``malloc_trim`` calls.
+#: Seconds between two ``malloc_trim`` calls (and ``memory_trimmed`` lines).
 TRIM_EVERY = 60.0
+#: Seconds between two of the upkeep's collections (``TABLERELAY_FULL_GC`` unset): see ``Upkeep.run``.
+COLLECT_EVERY = 1.0
+
+#: ``TABLERELAY_FULL_GC``: what the upkeep's collections walk (docs/hardening.md).
+NEW, OFF, WHOLE = "new", "off", "whole"
+
+
+def gc_mode(value: str | None) -> str:
+    """``TABLERELAY_FULL_GC``'s value as a mode: unset, empty or ``1``: ``NEW`` (what became long-lived since
+    the look before, then frozen); ``0``: ``OFF``; ``whole``: ``WHOLE`` (the whole heap once a minute)."""
+    if value == "0":
+        return OFF
+    if value is not None and value.strip().lower() == WHOLE:
+        return WHOLE
+    return NEW
+
+
+_freezing = False
+
+
+def freeze_survivors() -> None:
+    """From now on in this process, the upkeep freezes what survives its collections.
+
+    ``relay.shell.serve.settle_gc`` calls it in the server's process. Freezing is process-wide: a library
+    user's process (a test's in-process server) keeps its collector as it was, and its upkeep collects what
+    became long-lived without freezing it.
+    """
+    global _freezing
+    _freezing = True
+
+
+@dataclass
+class Collections:
+    """The upkeep's collections since the last ``memory_trimmed`` line."""
+
+    count: int = 0
+    collected: int = 0
+    longest_ms: float = 0.0
+    longest_cpu_ms: float = 0.0  # the longest's thread CPU time: without the waits for a core
+    cpu_ms: float = 0.0  # all of them together
+
+    def add(self, collected: int, ms: float, cpu_ms: float) -> None:
+        self.count += 1
+        self.collected += collected
+        self.cpu_ms += cpu_ms
+        if ms >= self.longest_ms:
+            self.longest_ms, self.longest_cpu_ms = ms, cpu_ms
+
+
+def collect(freeze: bool) -> tuple[int, float, float]:
+    """A full collection, then (``freeze``) ``gc.freeze()`` of its survivors: (unreachable objects found, wall
+    ms, thread CPU ms). Frozen objects are never walked again; the freeze itself is a list splice."""
+    start, cpu = time.perf_counter(), time.thread_time()
+    found = gc.collect()
+    if freeze:
+        gc.freeze()
+    return found, (time.perf_counter() - start) * 1000, (time.thread_time() - cpu) * 1000
 
 
 def _malloc_trim() -> Callable[[], int] | None:
@@ -119,17 +187,31 @@ class Upkeep:
         every = min(EVERY, self.relay.limits.room_idle / 3)
         trim = _malloc_trim()
         trimmed = time.monotonic()
-        collect = os.environ.get("TABLERELAY_FULL_GC", "1") != "0"  # "0": off (docs/hardening.md)
+        mode = gc_mode(os.environ.get("TABLERELAY_FULL_GC"))  # docs/hardening.md
         tracing = memtrace.from_env()  # TABLERELAY_TRACEMALLOC: off unless an operator asks
         traced = time.monotonic()
+        minute = Collections()
+        # Every second, not every minute: each collection walks what became long-lived since the one
+        # before, and under a hosted load that is about 70 objects per roll stored (its event in the
+        # room's window: 7,000 a second at 100 rolls/s, 0.5 to 1 µs each on a busy machine), so a
+        # collection ten seconds apart stopped the loop for 70 to 130 ms with 1,000 tables, one a second
+        # apart for a tenth of that. A deploy's reconnecting crowd is walked in as many bites.
+        step = min(every, COLLECT_EVERY) if mode == NEW else every
+        looked = time.monotonic()
         while True:
-            await asyncio.sleep(every)
+            await asyncio.sleep(step)
             try:
                 now = time.monotonic()
+                if mode == NEW:
+                    minute.add(*collect(freeze=_freezing))
+                if now - looked < every - step / 2:
+                    continue
+                looked = now
                 self.tick(now)
                 if now - trimmed >= TRIM_EVERY:
                     trimmed = now
-                    self.free_memory(trim, collect)
+                    self.free_memory(trim, mode == WHOLE, minute)
+                    minute = Collections()
                 if tracing is not None and now - traced >= TRIM_EVERY:
                     traced = now
                     logger.info("memory_sites", **tracing.report())
@@ -137,21 +219,29 @@ class Upkeep:
                 logger.exception("upkeep_failed")
 
     @staticmethod
-    def free_memory(trim: Callable[[], int] | None, collect: bool) -> int | None:
-        """A full collection (cycles the young collections never reach), then ``malloc_trim``; logged.
-        Returns what the collection found unreachable (None: not collected)."""
-        start, cpu = time.perf_counter(), time.thread_time()
-        collected = gc.collect() if collect else None
-        trimming, cpu = time.perf_counter(), time.thread_time() - cpu
+    def free_memory(
+        trim: Callable[[], int] | None, collect_whole: bool, earlier: Collections | None = None
+    ) -> int | None:
+        """(``collect_whole``) a full collection, unfrozen objects only (so the whole heap where nothing
+        was frozen since start-up), then ``malloc_trim``; logged with ``earlier``, the collections since the
+        last line. Returns what the collection found unreachable (None: not collected)."""
+        seen = earlier if earlier is not None else Collections()
+        collected = None
+        if collect_whole:
+            collected, ms, cpu_ms = collect(freeze=False)
+            seen.add(collected, ms, cpu_ms)
+        start = time.perf_counter()
         if trim is not None:
             trim()
         done = time.perf_counter()
         logger.info(
             "memory_trimmed",
-            ms=round((done - trimming) * 1000, 2),
-            collect_ms=round((trimming - start) * 1000, 2) if collect else None,
-            collect_cpu_ms=round(cpu * 1000, 2) if collect else None,  # without the waits for a core
-            collected=collected,
+            ms=round((done - start) * 1000, 2),
+            collections=seen.count,
+            collect_ms=round(seen.longest_ms, 2) if seen.count else None,  # the longest pause
+            collect_cpu_ms=round(seen.longest_cpu_ms, 2) if seen.count else None,
+            collections_cpu_ms=round(seen.cpu_ms, 1) if seen.count else None,  # the minute's, in all
+            collected=seen.collected if seen.count else None,
             blocks=sys.getallocatedblocks(),
             full_collections=gc.get_stats()[2]["collections"],
         )
