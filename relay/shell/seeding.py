@@ -137,11 +137,12 @@ class Preparer:
         ):
             return
         state = handle.room.committed
-        keep = [(seq, known.commit) for seq, known in state.pendings.items()]
+        # Both taken now: the state moves on while the store is asked, and a pending stored meanwhile is open.
+        upto, keep = state.seq, [(seq, known.commit) for seq, known in state.pendings.items()]
 
         async def retire() -> None:
             try:
-                await self.log.retire_kept(handle.room.id, state.seq, keep)
+                await self.log.retire_kept(handle.room.id, upto, keep)
             except Exception as exc:  # kept a while longer: the next roll's retiring takes it
                 logger.warning("kept_not_retired", room=handle.room.id, error=type(exc).__name__)
 
