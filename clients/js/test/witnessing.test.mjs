@@ -286,6 +286,8 @@ describe("a relay that cheats is caught by the witness's alarm", () => {
     const announced = await pending;
     await until(() => t.raised.get(t.ana).length, CHEAT_WITNESS_WAIT_MS + MARGIN_MS + 8000, "the alarm");
     assert.match(t.raised.get(t.ana)[0], new RegExp(`^Roll ${announced.seq} was announced \\(a pending event\\) but never made`));
+    // The wait is the relay's own, from its welcome's witness_wait_ms, not the default 250 ms.
+    assert.match(t.raised.get(t.ana)[0], new RegExp(`within ${CHEAT_WITNESS_WAIT_MS + MARGIN_MS} ms while this client was connected`));
     await until(() => t.raised.get(t.watcher).length, 8000, "the spectator's alarm");
   });
 
