@@ -152,17 +152,20 @@ function redraw(/** @type {TableRelayModule} */ module, /** @type {string} */ ke
 }
 
 /**
- * An alarm: a notification that stays until dismissed, and the red banner at the top of the page listing the
- * alarms of this session. Both stay in this browser: an alarm may name the dice of a hidden roll this client
+ * An alarm: the red banner at the top of the page listing the alarms of this session, and a notification that
+ * stays until dismissed when the banner goes up (again after it was dismissed). Both stay in this browser: an alarm may name the dice of a hidden roll this client
  * saw, so it is never posted to the chat.
  * @param {TableRelayModule} module @param {{ message: string, seq: number|null }} alarm
  */
 export function raiseAlarm(module, alarm) {
   const message = String(alarm.message);
   if (module.alarms.some((a) => a.message === message)) return;
+  // One notification per outbreak: a seed that does not match its commitment fails every roll made with it (up
+  // to the relay's seed_rolls, 250), each an alarm of its own, which the banner lists without a notice each.
+  const first = module.alarms.length === 0;
   module.alarms.unshift({ message, seq: alarm.seq ?? null });
   module.alarms.length = Math.min(module.alarms.length, KEPT_ALARMS);
-  module.env.ui.notifications.error(module.text("TABLERELAY.Fair.AlarmNotify", { message }), { permanent: true });
+  if (first) module.env.ui.notifications.error(module.text("TABLERELAY.Fair.AlarmNotify", { message }), { permanent: true });
   renderAlarms(module);
 }
 
