@@ -1,7 +1,9 @@
 """``tablerelay store copy``: rooms and their events from one store to another, exactly as stored.
 
 Records are copied as the source holds them (the same MessagePack maps, seqs, epochs and timestamps), so
-a room keeps its epoch (clients resume across the move) and every event signs and verifies as before.
+a room keeps its epoch (clients resume across the move) and every event signs and verifies as before. The
+room's dice seeds and what its open witnessed rolls keep (spec/fairness.md) go with it: without them the
+target would draw a new seed under a commitment the old one made, and every later roll would fail its check.
 A room the target already holds with the same events is skipped; one holding other events is refused.
 Either way round: SQLite into NATS (moving to a cluster), or NATS into a SQLite file in a folder (a backup of
 the cluster store that ``tablerelay serve --data FOLDER`` can serve).
@@ -47,15 +49,26 @@ async def _copy_room(source: EventLog, target: EventLog, info: RoomInfo) -> int:
         theirs = await target.read(info.id, 0, have)
         if mine != theirs:
             raise CopyError(f"room {info.id} holds other events in the target; it was not copied.")
+    kept = await source.kept_rolls(info.id)
     written = 0
     seq = have
     while seq < total:
         records = await source.read(info.id, seq, CHUNK)
         if not records:
             break
-        seq = await target.append(info.id, records, seq)
+        last = records[-1]["seq"]
+        chunk_kept = [k for k in kept if seq < k["pending"] <= last]
+        seq = await target.append(info.id, records, seq, chunk_kept)
         written += len(records)
+    await _copy_seeds(source, target, info.id)
     return written
+
+
+async def _copy_seeds(source: EventLog, target: EventLog, room: str) -> None:
+    for n, secret in sorted((await source.seeds(room)).items()):
+        if await target.ensure_seed(room, n, secret) != secret:
+            message = f"room {room} holds another dice seed {n} in the target; its seeds were not copied."
+            raise CopyError(message)
 
 
 async def _put_room(target: EventLog, info: RoomInfo) -> None:

@@ -29,9 +29,11 @@ def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 async def test_a_sqlite_room_log_moves_to_nats_exactly_and_clients_resume_on_the_nodes(
     nats: NatsCluster, nodes_factory: Any, clients: Any, tmp_path: Path
 ) -> None:
-    nodes: Nodes = nodes_factory(nats)
+    # Fair dice on both sides: the room's open seed must move with its events, or the nodes would roll
+    # from a new seed under the old one's commitment and every roll after the move would fail its check.
+    nodes: Nodes = nodes_factory(nats, TABLERELAY_FAIR_DICE="true")
     data = tmp_path / "single"
-    shared = {"TABLERELAY_SIGNING_KEY": nodes.key}
+    shared = {"TABLERELAY_SIGNING_KEY": nodes.key, "TABLERELAY_FAIR_DICE": "true"}
     # The single node has the cluster's secret and key, so its tokens and signatures hold on the nodes.
     env = {**nodes.env, "TABLERELAY_STORE": "sqlite"}
     async with arunning_server(data, {**shared, "TABLERELAY_SECRET": nodes.secret}) as single:
@@ -112,7 +114,12 @@ async def test_a_sqlite_room_log_moves_to_nats_exactly_and_clients_resume_on_the
     assert len(restored) == more["seq"]
     assert epoch == resume["epoch"]
 
-    # Exported from the NATS store, every event verifies offline.
+    # The GM reveals the seed on a node: the rolls before and after the move recompute from it.
+    gm_node = await clients.join(a.url, room.gm, "gm-node")
+    revealed = await gm_node.request({"t": "seed", "op": "reveal"})
+    assert revealed["t"] == "ack", revealed
+
+    # Exported from the NATS store, every event verifies offline, dice included.
     out = tmp_path / "export.jsonl"
     made = await asyncio.to_thread(
         run, nodes.env, "room", "export", room.id, "-o", str(out), "--data", str(a.data)
@@ -121,3 +128,6 @@ async def test_a_sqlite_room_log_moves_to_nats_exactly_and_clients_resume_on_the
     checked = await asyncio.to_thread(run, nodes.env, "verify", str(out))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "verify" in checked.stdout
+    fair = await asyncio.to_thread(run, nodes.env, "verify", str(out), "--fair")
+    assert fair.returncode == 0, fair.stdout + fair.stderr
+    assert "failed" not in fair.stdout, fair.stdout
