@@ -146,7 +146,12 @@ def _roll(
         return "failed"
     full = "result" in e
     if p is None:
-        if witnesses or (full and fair["nonce"] is not None):
+        if witnesses:
+            return "failed"
+        # The one addition to the spec (docs/fairness.md): a roll with no pending and no roller seed carries
+        # a 32-byte nonce of the server's, so the same intent on the same seed does not repeat its dice.
+        nonce = fair["nonce"] if full else None
+        if nonce is not None and (fair["seed"] is not None or not _nonce_ok(nonce)):
             return "failed"
     else:
         pending = by_seq.get(p)
@@ -159,7 +164,7 @@ def _roll(
             return "failed"
         if full:
             nonce = fair["nonce"]
-            if fair["seed"] is not None or not isinstance(nonce, bytes) or len(nonce) != 32:
+            if fair["seed"] is not None or not _nonce_ok(nonce):
                 return "failed"
             if pending_commit(e["intent"], e.get("label"), nonce) != pending["commit"]:
                 return "failed"
@@ -176,3 +181,7 @@ def _roll(
     gm = e["actor"].get("role") == "gm"
     outside = (fair["seed"] is not None and not gm) or any(pid != roller or not gm for pid, _ in witnesses)
     return "fair" if outside else "unwitnessed"
+
+
+def _nonce_ok(nonce: Any) -> bool:
+    return isinstance(nonce, bytes) and len(nonce) == 32

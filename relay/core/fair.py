@@ -176,7 +176,11 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
     before = seed_records(room, events, session.member)
     asked = _asked(room, state, session, frame)
     if not asked:
-        fair, result = _result(room, session, frame, n, secret, None, None, {})
+        # A roll with no outside contribution at all still gets fresh dice: without a nonce of the server's,
+        # the same intent on the same seed would come up the same every time (docs/fairness.md, where this
+        # differs from the spec). It is never called fair: the server chose this nonce.
+        nonce = room.draw_nonce() if frame.seed is None else None
+        fair, result = _result(room, session, frame, n, secret, None, nonce, {})
         made = room.make_roll(session, frame, result, fair, before, [(session, frame.id)])
         return made + prepare(room, state)
     # The intent is checked now, so a bad one is refused before anyone is asked to witness it.

@@ -322,8 +322,14 @@ def _check_pending(
 ) -> None:
     seq, at = int(event["seq"]), fair["pending"]
     if at is None:
-        if fair["witnesses"] or (full and fair["nonce"] is not None):
-            raise _Failure("it names no pending, yet carries witnesses or a nonce")
+        if fair["witnesses"]:
+            raise _Failure("it names no pending, yet carries witnesses")
+        if full and fair["nonce"] is not None:
+            # The server's own nonce of a roll that had nothing else to vary its dice (docs/fairness.md).
+            if fair["seed"] is not None:
+                raise _Failure("it names no pending and carries a roller seed, yet carries a nonce")
+            if not isinstance(fair["nonce"], bytes) or len(fair["nonce"]) != NONCE_BYTES:
+                raise _Failure(f"its nonce is not {NONCE_BYTES} bytes")
         return
     pending = pendings.get(at)
     if pending is None or at >= seq:

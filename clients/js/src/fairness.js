@@ -182,7 +182,12 @@ export function fairProblem(fair, full) {
   }
   if (!full) return null;
   if (fair.seed !== null && !bytesBetween(fair.seed, ...CONTRIBUTION_BYTES)) return "its roller seed is not 16 to 64 bytes";
-  if (fair.pending === null && (witnesses.length || fair.nonce !== null)) return "it names no pending, yet carries witnesses or a nonce";
+  if (fair.pending === null && witnesses.length) return "it names no pending, yet carries witnesses";
+  // A roll with neither a pending nor a roller seed carries the server's own nonce (docs/fairness.md), so the
+  // same intent on the same seed does not repeat its dice; it never counts as an outside contribution.
+  if (fair.pending === null && fair.nonce !== null && (fair.seed !== null || !bytesBetween(fair.nonce, 32, 32))) {
+    return "it names no pending, yet carries a nonce beside a roller seed or one that is not 32 bytes";
+  }
   const whole = (v) => Number.isInteger(v) || typeof v === "bigint";
   if (!Array.isArray(fair.draws) || !fair.draws.every((d) => Array.isArray(d) && d.length === 2 && whole(d[0]) && whole(d[1]) && BigInt(d[1]) >= 1n && BigInt(d[1]) <= BigInt(d[0]) && BigInt(d[0]) <= WORD_SPACE)) {
     return "its draws are not a list of [faces, value] with 1 <= value <= faces <= 2**64";

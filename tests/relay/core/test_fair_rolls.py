@@ -12,6 +12,7 @@ import rules
 from relay.core import fairness
 from relay.core.actions import PrepareSeed
 from relay.core.canonical import canonical
+from relay.fairness import verify_fair
 from relay.settings.config import Limits
 from tests import spec_fairness
 from tests.relay.helpers import INFO, Table, frame
@@ -69,6 +70,34 @@ def test_the_same_roll_on_another_roller_seed_draws_other_dice() -> None:
         table.send(ana, roll("r1", "20d20", seed=roller_seed))
         draws.append(table.stored[-1]["fair"]["draws"])
     assert draws[0] != draws[1]
+
+
+def test_the_same_seedless_roll_twice_on_one_seed_draws_fresh_dice_and_stays_unwitnessed() -> None:
+    """Without the server's nonce the transcripts of two seedless rolls of one intent would be equal, and so
+    would their dice (docs/fairness.md: the one addition to the spec)."""
+    table = fair_table()
+    gm = table.join("gm", sub="gm-1")
+    for rid in ("g1", "g2"):
+        table.send(gm, roll(rid, "20d20"))
+    table.send(gm, roll("g3", "20d20", seed=ROLLER_SEED))
+    rolls = [r for r in table.stored if r["kind"] == "roll"]
+    first, second, seeded = (r["fair"] for r in rolls)
+    assert first["draws"] != second["draws"]
+    assert len(first["nonce"]) == len(second["nonce"]) == 32
+    assert first["nonce"] != second["nonce"]
+    assert seeded["nonce"] is None, "a roller seed varies the dice: no nonce of the server's beside it"
+    table.send(gm, {"t": "seed", "id": "s1", "op": "reveal"})
+    assert [r["kind"] for r in table.stored][-2:] == ["seed_reveal", "seed_commit"]
+    theirs = spec_fairness.verdicts(table.stored, INFO.id)
+    ours = verify_fair(table.stored, INFO.id)
+    assert [theirs[r["seq"]] for r in rolls] == ["unwitnessed"] * 3
+    assert [ours[r["seq"]].verdict for r in rolls] == ["unwitnessed"] * 3
+    # A nonce of the server's beside a roller seed is no form the relay makes: both verifiers fail it.
+    forged = [dict(r) for r in table.stored]
+    last = next(r for r in reversed(forged) if r["kind"] == "roll")
+    last["fair"] = {**last["fair"], "nonce": first["nonce"]}
+    assert spec_fairness.verdicts(forged, INFO.id)[last["seq"]] == "failed"
+    assert verify_fair(forged, INFO.id)[last["seq"]].verdict == "failed"
 
 
 def test_a_seed_is_revealed_after_its_rolls_and_the_next_one_committed_in_the_same_append() -> None:
