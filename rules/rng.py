@@ -144,6 +144,14 @@ class SecureDice:
 WORD_SPACE = 1 << 64
 _BLOCK_TAG = b"faces"
 _WORDS = struct.Struct(">4Q")
+#: The last block index u32be(j) can name.
+_LAST_BLOCK = (1 << 32) - 1
+# HMAC's pads (RFC 2104) as byte maps: ``key.translate(_IPAD)`` is the key XOR 0x36 in each byte, in C.
+_IPAD = bytes(b ^ 0x36 for b in range(256))
+_OPAD = bytes(b ^ 0x5C for b in range(256))
+_SHA256_BLOCK = 64
+# faces -> acceptance limit, for the dice a table rolls again and again (bounded: faces come from intents).
+_LIMITS: dict[int, int] = {}
 
 
 def keyed_words(key: bytes) -> Iterator[int]:
@@ -156,6 +164,42 @@ def keyed_words(key: bytes) -> Iterator[int]:
     raise RulesError("limit", "A keyed dice stream ends after 2**34 words.")
 
 
+class HmacSha256:
+    """HMAC-SHA256 under one key for many messages (RFC 2104, the same bytes as ``hmac.digest``): the key's
+    inner and outer pad blocks are hashed once, and each message continues copies of those two states.
+
+    ``hmac.digest`` hashes both pad blocks again for every message and, on OpenSSL 3, looks its digest up
+    again too: for a die stream's 41-byte messages that was most of a block's cost.
+    """
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > _SHA256_BLOCK:
+            key = hashlib.sha256(key).digest()
+        key = key.ljust(_SHA256_BLOCK, b"\0")
+        self._inner = hashlib.sha256(key.translate(_IPAD))
+        self._outer = hashlib.sha256(key.translate(_OPAD))
+
+    def digest(self, message: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(message)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
+def hmac_sha256(key: bytes, message: bytes) -> bytes:
+    """``hmac.digest(key, message, "sha256")`` as two plain hashes: for one
+    message under a fresh key (a roll key's first block) a third cheaper than ``hmac.digest`` on OpenSSL 3,
+    which sets up an HMAC context for each call."""
+    if len(key) > _SHA256_BLOCK:
+        key = hashlib.sha256(key).digest()
+    pad = key.ljust(_SHA256_BLOCK, b"\0")
+    inner = hashlib.sha256(pad.translate(_IPAD) + message).digest()
+    return hashlib.sha256(pad.translate(_OPAD) + inner).digest()
+
+
 def acceptance_limit(faces: int) -> int:
     """The exclusive bound below which a word is kept for a die of ``faces`` faces: ``2**64 - 2**64 mod f``
     (the largest multiple of ``faces`` that fits, so every face has the same number of words)."""
@@ -166,6 +210,16 @@ def acceptance_limit(faces: int) -> int:
     return WORD_SPACE - WORD_SPACE % faces
 
 
+def _limit(faces: int) -> int:
+    """``acceptance_limit``, remembered for the faces already seen."""
+    limit = _LIMITS.get(faces)
+    if limit is None:
+        limit = acceptance_limit(faces)
+        if len(_LIMITS) < 4096 and type(faces) is int:
+            _LIMITS[faces] = limit
+    return limit
+
+
 class KeyedDice:
     """Dice drawn from a word stream, each recorded in ``draws`` as ``(faces, value)`` in draw order.
 
@@ -174,20 +228,30 @@ class KeyedDice:
     next, and shows ``1 + w % f``. Every die costs at least one word, a d1 included, so the verifier and
     the server stay in step whatever the rules core rolls. ``KeyedDice.from_words`` reads given words
     instead (tests drive the rejection path with them; a verifier replays stored draws with them).
+
+    The words are the ones ``keyed_words`` yields, read a block at a time into ``_words``: a roll of up to
+    four dice, the common one, makes one block, with two plain hashes and no generator; a roll that needs
+    more blocks hashes the key's HMAC pads once for all of them.
     """
 
-    __slots__ = ("_words", "draws")
+    __slots__ = ("_block", "_hmac", "_key", "_pos", "_source", "_words", "draws")
 
     def __init__(self, key: bytes | None = None, *, words: Iterable[int] | None = None) -> None:
         if (key is None) == (words is None):
             raise TypeError("KeyedDice takes a key or words, not both")
+        self._key: bytes | None = None
+        self._hmac: HmacSha256 | None = None  # made at the second block
+        self._source: Iterator[int] | None = None
         if key is not None:
             if len(key) != 32:
                 raise ValueError(f"a roll key is 32 bytes; got {len(key)}")
-            self._words = keyed_words(bytes(key))
+            self._key = bytes(key)
         else:
             assert words is not None
-            self._words = _checked(words)
+            self._source = _checked(words)
+        self._block = 0  # the next block's index j
+        self._words: tuple[int, ...] = ()
+        self._pos = 0
         #: Every die drawn so far, ``(faces, value)``, in order: a roll's ``fair.draws``.
         self.draws: list[tuple[int, int]] = []
 
@@ -197,19 +261,66 @@ class KeyedDice:
         code ``script_exhausted`` when they run out, so a replay never rolls what it was not given."""
         return cls(words=words)
 
+    def _more(self, faces: int) -> tuple[int, ...]:
+        """The next words: the key's next block, or the next given word; ``RulesError`` at the end."""
+        key = self._key
+        if key is not None:
+            j = self._block
+            if j > _LAST_BLOCK:
+                raise RulesError("limit", "A keyed dice stream ends after 2**34 words.")
+            self._block = j + 1
+            message = _BLOCK_TAG + j.to_bytes(4, "big")
+            if j == 0:
+                block = hmac_sha256(key, message)
+            else:
+                if self._hmac is None:
+                    self._hmac = HmacSha256(key)
+                block = self._hmac.digest(message)
+            words = _WORDS.unpack(block)
+        else:
+            assert self._source is not None
+            word = next(self._source, None)
+            if word is None:
+                raise RulesError("script_exhausted", f"The dice words ran out while rolling a d{faces}.")
+            words = (word,)
+        self._words = words
+        return words
+
     def roll(self, faces: int) -> int:
-        limit = acceptance_limit(faces)
-        for word in self._words:
+        limit = _limit(faces)
+        words, pos = self._words, self._pos
+        while True:
+            if pos >= len(words):
+                self._pos = pos
+                words, pos = self._more(faces), 0
+            word = words[pos]
+            pos += 1
             if word < limit:
+                self._pos = pos
                 value = word % faces + 1
                 self.draws.append((faces, value))
                 return value
-        raise RulesError("script_exhausted", f"The dice words ran out while rolling a d{faces}.")
 
     def rolls(self, faces: int, count: int) -> list[int]:
         """``count`` dice of ``faces`` faces: the same words and draws as ``count`` calls of ``roll``."""
-        roll = self.roll
-        return [roll(faces) for _ in range(count)]
+        if count <= 0:
+            return []  # no die, so no check of its faces either (as ``count`` calls of ``roll``)
+        limit = _limit(faces)
+        words, pos = self._words, self._pos
+        draws = self.draws
+        out: list[int] = []
+        while len(out) < count:
+            if pos >= len(words):
+                self._pos = pos
+                words, pos = self._more(faces), 0
+            word = words[pos]
+            pos += 1
+            if word < limit:
+                value = word % faces + 1
+                draws.append((faces, value))
+                out.append(value)
+        self._pos = pos
+        return out
 
 
 def _checked(words: Iterable[int]) -> Iterator[int]:

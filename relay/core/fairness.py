@@ -9,12 +9,11 @@ The room (``relay.core.room``) rolls with it; checking a room's rolls after the 
 from __future__ import annotations
 
 import hashlib
-import hmac
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from relay.core.canonical import canonical
-from rules.rng import KeyedDice
+from rules.rng import HmacSha256, KeyedDice
 
 SEED_DOMAIN = b"tablerelay-seed-v1\x00"
 PENDING_DOMAIN = b"tablerelay-pending-v1\x00"
@@ -61,7 +60,10 @@ def transcript(
         "seed": seed,
         "pending": pending,
         "nonce": nonce,
-        "witnesses": sorted_witnesses({str(pid): bytes(value) for pid, value in witnesses}),
+        # No witnesses (every unwitnessed roll): the empty list sorted_witnesses would make, without the walk.
+        "witnesses": sorted_witnesses({str(pid): bytes(value) for pid, value in witnesses})
+        if witnesses
+        else [],
     }
 
 
@@ -85,7 +87,23 @@ def fair_map(roll: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[
 
 def roll_key(seed: bytes, roll: Mapping[str, Any]) -> bytes:
     """``K = HMAC(S_n, domain + canonical(transcript))``."""
-    return hmac.digest(seed, FAIR_DOMAIN + canonical(roll), "sha256")
+    return _seed_mac(bytes(seed)).digest(FAIR_DOMAIN + canonical(roll))
+
+
+# A seed serves up to ``seed_rolls`` rolls (250 by default): its HMAC pads are hashed once for them all, not
+# once a roll. Only this process's memory holds them, as it holds the seeds themselves (the room's
+# ``RoomSeeds``); the few seeds of rooms rolling now are kept, and the lot is dropped when it fills.
+_SEED_MACS: dict[bytes, HmacSha256] = {}
+_SEED_MACS_MAX = 256
+
+
+def _seed_mac(seed: bytes) -> HmacSha256:
+    mac = _SEED_MACS.get(seed)
+    if mac is None:
+        if len(_SEED_MACS) >= _SEED_MACS_MAX:
+            _SEED_MACS.clear()
+        mac = _SEED_MACS[seed] = HmacSha256(seed)
+    return mac
 
 
 def dice(seed: bytes, roll: Mapping[str, Any]) -> KeyedDice:
