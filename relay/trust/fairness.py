@@ -200,9 +200,10 @@ def _room_of(items: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
-def _named_pending(event: Mapping[str, Any]) -> Any:
+def _named_pending(event: Mapping[str, Any]) -> int | None:
     fair = event.get("fair")
-    return fair.get("pending") if isinstance(fair, Mapping) else None
+    named = fair.get("pending") if isinstance(fair, Mapping) else None
+    return named if isinstance(named, int) else None  # a malformed one fails its roll's own check
 
 
 def _count(event: Mapping[str, Any]) -> int:
