@@ -134,6 +134,8 @@ def _roll(
     used: set[int],
 ) -> str:
     fair = e.get("fair")
+    if fair is None and "fair" not in e and not any(at < e["seq"] for at in commit_at.values()):
+        return "unwitnessed"  # a roll from before the room's first seed: docs/fairness.md, difference (6)
     if not isinstance(fair, Mapping):
         return "failed"
     seq, n, p, roller = e["seq"], fair["n"], fair["pending"], e["actor"]["id"]

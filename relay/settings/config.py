@@ -101,11 +101,11 @@ class Config:
     # auto | uvloop | asyncio: the event loop ``serve`` runs on (relay.shell.loops); auto takes uvloop if
     # installed.
     event_loop: str = "auto"
-    # Dice from committed seeds (spec/fairness.md): every roll's dice follow from the room's open seed and
-    # the roller's seed, and anyone can recompute them once the seed is revealed. Off by default while the
-    # contract is built in steps (witnesses and the clients' checks come next; docs/fairness.md).
+    # Dice from committed seeds (spec/fairness.md): every roll's dice follow from the room's open seed, the
+    # roller's seed and its witnesses' values, and anyone can recompute them once the seed is revealed.
+    # Off gives the plain CSPRNG dice of earlier releases (no seeds, no witnesses, no fair map).
     # TABLERELAY_FAIR_DICE.
-    fair_dice: bool = False
+    fair_dice: bool = True
     limits: Limits = field(default_factory=Limits)
 
     @property

@@ -137,6 +137,10 @@ class _Failure(Exception):
     """A check that failed; its message is the verdict's reason."""
 
 
+#: The reason of a roll from before the room rolled fair dice.
+BEFORE_FAIR_DICE = "made before the room's first dice seed (fair dice were off): nothing to check"
+
+
 @dataclass
 class _Seeds:
     """Where each dice seed was committed and revealed in the log, and what each reveal showed."""
@@ -171,6 +175,10 @@ def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str | None = None)
         if event["kind"] != "roll":
             continue
         seq = int(event["seq"])
+        if "fair" not in event and not any(at < seq for at in seeds.committed.values()):
+            # A room that rolled before its server turned fair dice on: nothing of these rolls can be shown.
+            out[seq] = Verdict(seq, UNWITNESSED, BEFORE_FAIR_DICE)
+            continue
         try:
             out[seq] = _check_roll(event, room_id, seeds, pendings, used)
         except _Failure as exc:

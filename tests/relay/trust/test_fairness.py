@@ -316,6 +316,25 @@ def test_a_roll_after_its_seeds_reveal_is_reported() -> None:
     assert "after that seed's reveal" in fair.verify_fair(log.events, ROOM)[roll["seq"]].reason
 
 
+def test_a_roll_from_before_the_rooms_first_seed_is_unwitnessed_and_one_after_without_fair_fails() -> None:
+    """A room that rolled while its server had fair dice off, then turned them on: its old rolls cannot be
+    checked, and say so without failing; a roll without a fair map once a seed was committed fails."""
+    log = Log()
+    plain = {"intent": dice_roll(), "result": {"total": 3, "dice": []}}
+    old = log.add("roll", ANA, **plain)
+    log.commit()
+    made = log.roll(ANA, dice_roll(), seed=contribution("a"), n=1)
+    stripped = log.add("roll", ANA, **plain)
+    log.reveal()
+    verdicts = log.verdicts()
+    assert (verdicts[old["seq"]], verdicts[made["seq"]], verdicts[stripped["seq"]]) == (
+        "unwitnessed",
+        "fair",
+        "failed",
+    )
+    assert "before the room's first dice seed" in fair.verify_fair(log.events, ROOM)[old["seq"]].reason
+
+
 def test_a_roll_with_an_uncommitted_seed_is_reported() -> None:
     log = Log()
     log.n = 1
