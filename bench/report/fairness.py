@@ -189,8 +189,8 @@ _Not measured in the run this page was written from: {HOW_TO_RUN} measures it an
         witnessed = (
             "A GM's public roll, intent → ack (ms), each side's rolls of all rounds pooled:\n\n"
             + table(["GM roll", "p50", "p99", "max", "rolls", "witness values in its events"], lat_rows)
-            + "\n"
-            + rounds_text
+            + "\n\n"
+            + rounds_text.strip()
             + "\n"
         )
     else:
