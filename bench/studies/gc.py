@@ -8,7 +8,8 @@ SQLite data folder, ``tables`` tables of six real JS clients (``bench/receivers/
 their own schedules for ``seconds`` (long enough for two of the upkeep's minutely passes), and the log
 checked against every client. The variants take turns, round after round (A B A B ...), so a machine
 shared with other work weighs on each alike. A variant is ``NAME=TREE[:VAR=VALUE,...]`` as in
-``bench.studies.ab``.
+``bench.studies.ab``; ``--bare`` adds the bare ``websockets`` per-room broadcast peer under the same tables
+as one more turn (the hosted section's peer), and prints each variant's p99 ÷ bare's.
 
 Per turn: the event loop's lag at its worst (the largest ``/healthz`` loop-lag maximum read during the
 run), intent → last member p50 / p99 / max over the steady part, the relay's peak RSS, and from its log
@@ -29,8 +30,10 @@ from typing import Any
 
 from bench.sections import hosted
 from bench.studies.ab import Variant, parse_variant
+from bench.tools import servers
 from bench.tools.machine import loadavg
 
+BARE = "bare"
 FIGURES = ("lag_max_ms", "p99_ms", "max_ms", "rss_mib", "collect_ms_max", "collect_cpu_ms_max")
 
 
@@ -44,6 +47,29 @@ def _trimmed(log_dir: Path) -> list[dict[str, Any]]:
                 except ValueError:
                     continue
     return lines
+
+
+async def bare_turn(
+    calibration: servers.Calibration, run_dir: Path, tables: int, seconds: float, seed: int
+) -> dict[str, Any]:
+    """The bare websockets per-room broadcast peer under the same tables and schedule."""
+    run = await hosted.bare_run(run_dir, calibration, tables=tables, seconds=seconds, mean_s=10.0, seed=seed)
+    steady = run["steady"]
+    return {
+        "variant": BARE,
+        "clients": run["clients"],
+        "rolls": steady["rolls"],
+        **{k: steady[k] for k in ("p50_ms", "p99_ms", "max_ms", "rss_mib", "cpu_share")},
+        "lag_max_ms": None,
+        "collect_ms_max": None,
+        "collect_cpu_ms_max": None,
+        "collect_ms": [],
+        "collect_cpu_ms": [],
+        "minute_cpu_ms": [],
+        "lost": 0,
+        "duplicates": 0,
+        "load": loadavg(),
+    }
 
 
 async def turn(variant: Variant, run_dir: Path, tables: int, seconds: float, seed: int) -> dict[str, Any]:
@@ -78,6 +104,8 @@ async def turn(variant: Variant, run_dir: Path, tables: int, seconds: float, see
         ),
         "collect_ms": pauses,
         "collect_cpu_ms": [t.get("collect_cpu_ms") for t in trimmed],
+        # All of a minute's collections (a line before there was more than one a minute: its one).
+        "minute_cpu_ms": [t.get("collections_cpu_ms", t.get("collect_cpu_ms")) for t in trimmed],
         "lost": check["lost"],
         "duplicates": check["duplicates"],
         "load": loadavg(),
@@ -92,7 +120,7 @@ def _show(row: dict[str, Any]) -> str:
         f"{row['variant']:>10}  p50 {f(row['p50_ms'])} p99 {f(row['p99_ms'])} max {f(row['max_ms'])} ms"
         f"  loop-lag max {f(row['lag_max_ms'])} ms  RSS {f(row['rss_mib'])} MiB"
         f"  CPU {f((row['cpu_share'] or 0) * 100)} %  collections {row['collect_ms']} ms"
-        f"  (CPU {row['collect_cpu_ms']} ms)  rolls {row['rolls']}"
+        f"  (CPU {row['collect_cpu_ms']} ms, a minute's {row['minute_cpu_ms']} ms)  rolls {row['rolls']}"
         f"  lost {row['lost']} dup {row['duplicates']}"
         f"  load {row['load'][0]:.1f}"
     )
@@ -103,7 +131,7 @@ def ratios(rows: list[dict[str, Any]], names: list[str]) -> dict[str, dict[str, 
     in the same round)."""
     first = names[0]
     out: dict[str, dict[str, float | None]] = {}
-    rounds = [rows[i : i + len(names)] for i in range(0, len(rows), len(names))]
+    rounds = [[x for x in rows if x["round"] == r] for r in sorted({x["round"] for x in rows})]
     for other in names[1:]:
         per: dict[str, float | None] = {}
         for figure in FIGURES:
@@ -121,21 +149,35 @@ def ratios(rows: list[dict[str, Any]], names: list[str]) -> dict[str, dict[str, 
 async def main_async(args: argparse.Namespace) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="tablerelay-gc-study-"))
     variants = [parse_variant(v, scratch) for v in args.variants]
+    calibration = None
+    if args.bare:
+        variants.append(Variant(BARE, None))
+        calibration = await servers.calibrate(scratch)
     rows = []
     for r in range(args.rounds):
         order = variants if r % 2 == 0 else variants[::-1]  # who goes first alternates too
         for variant in order:
             run_dir = scratch / f"round{r}-{variant.name}"
             run_dir.mkdir()
-            row = await turn(variant, run_dir, args.tables, args.seconds, seed=37 + r)
+            if variant.name == BARE:
+                assert calibration is not None
+                row = await bare_turn(calibration, run_dir, args.tables, args.seconds, seed=37 + r)
+            else:
+                row = await turn(variant, run_dir, args.tables, args.seconds, seed=37 + r)
             row["round"] = r
             print(_show(row), flush=True)
             rows.append(row)
     rows.sort(key=lambda x: (x["round"], [v.name for v in variants].index(x["variant"])))
     names = [v.name for v in variants]
-    for other, per in ratios(rows, names).items():
+    relays = [n for n in names if n != BARE]
+    for other, per in ratios(rows, relays).items():
         shown = "  ".join(f"{k} {v:.2f}×" if v else f"{k} –" for k, v in per.items())
         print(f"{names[0]} ÷ {other} (median of {args.rounds} rounds): {shown}", flush=True)
+    if args.bare:
+        for name in names[:-1]:
+            per = ratios(rows, [name, BARE])[BARE]
+            shown = "  ".join(f"{k} {per[k]:.2f}×" for k in ("p99_ms", "max_ms", "rss_mib") if per[k])
+            print(f"{name} ÷ bare (median of {args.rounds} rounds): {shown}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
@@ -147,6 +189,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=130.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", help="write every turn's figures here")
+    parser.add_argument(
+        "--bare", action="store_true", help="the bare websockets peer as one more turn (each variant ÷ bare)"
+    )
     asyncio.run(main_async(parser.parse_args(argv)))
 
 

@@ -9,9 +9,10 @@
 - **Cycles, without walking the whole heap**: every second, a full garbage collection of what became
   long-lived since the second before, and then ``gc.freeze()``, which moves the survivors out of the
   collector's reach (a list splice, no walk). ``relay.shell.serve.settle_gc`` freezes start-up the same way.
-  So a collection walks one second's worth of new long-lived objects (a few ms), never the sockets and
-  rooms that were there before: the minutely collection of the whole heap it replaces stopped the loop for
-  160 to 294 ms with 1,000 sockets and 0.4 to 1.4 s with 18,000 (docs/hardening.md). A frozen object
+  So a collection walks one second's worth of new long-lived objects (its longest 6 to 24 ms of CPU a
+  minute with 300 to 1,000 tables of six on a busy machine), never the sockets and rooms there before:
+  the minutely collection of the whole heap it replaces stopped the loop for 160 to 294 ms with 1,000
+  sockets, 0.56 to 0.72 s with 6,000 and 0.4 to 1.4 s with 18,000 (docs/hardening.md). A frozen object
   is still freed the moment its last reference goes, as every object here is; only a reference cycle formed
   among frozen objects would wait for ever, and none is known: the collection of the whole heap found 0
   objects a minute in the soak, and tests hold that a closed socket and an unloaded room leave no cycle.
@@ -191,11 +192,11 @@ class Upkeep:
         tracing = memtrace.from_env()  # TABLERELAY_TRACEMALLOC: off unless an operator asks
         traced = time.monotonic()
         minute = Collections()
-        # Every second, not every minute: each collection walks what became long-lived since the one
+        # Every second, not every ten: each collection walks what became long-lived since the one
         # before, and under a hosted load that is about 70 objects per roll stored (its event in the
         # room's window: 7,000 a second at 100 rolls/s, 0.5 to 1 µs each on a busy machine), so a
         # collection ten seconds apart stopped the loop for 70 to 130 ms with 1,000 tables, one a second
-        # apart for a tenth of that. A deploy's reconnecting crowd is walked in as many bites.
+        # apart for 12 to 24 ms. A deploy's reconnecting crowd is walked in as many bites.
         step = min(every, COLLECT_EVERY) if mode == NEW else every
         looked = time.monotonic()
         while True:
