@@ -150,15 +150,27 @@ def test_watch_shows_badges_and_a_red_banner_for_a_seed_that_does_not_match(
     expect(page.locator('#feed [data-signature="failed"]')).to_have_count(1)
 
 
-def test_rolls_without_fair_dice_get_no_badge(
-    page: Page, relay: Relay, room: dict[str, str], wire: Any
-) -> None:
-    gm = wire(room["gm"], "Mercer")
-    event = gm.roll(D20, label="Plain roll")
-    page.goto(f"{relay.http_url}/watch#{room['spectator']}")
-    expect(card(page, event["seq"])).to_contain_text("Plain roll")
-    expect(page.locator("#feed .fair-badge")).to_have_count(0)
-    expect(page.locator("#feed .line.seed")).to_have_count(0)
+@pytest.fixture(scope="module")
+def plain_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relay]:
+    """A relay with fair dice off (they are on by default); it outlives the test's page."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
+    env["TABLERELAY_FAIR_DICE"] = "false"
+    with running_relay(tmp_path_factory.mktemp("plain-relay"), env=env) as server:
+        yield server
+
+
+def test_rolls_without_fair_dice_get_no_badge(page: Page, plain_relay: Relay) -> None:
+    room = plain_relay.create_room("Plain dice")
+    gm = WireClient(plain_relay.ws_url, room["gm"], "Mercer")
+    try:
+        event = gm.roll(D20, label="Plain roll")
+        assert "fair" not in event
+        page.goto(f"{plain_relay.http_url}/watch#{room['spectator']}")
+        expect(card(page, event["seq"])).to_contain_text("Plain roll")
+        expect(page.locator("#feed .fair-badge")).to_have_count(0)
+        expect(page.locator("#feed .line.seed")).to_have_count(0)
+    finally:
+        gm.close()
 
 
 #: The witness wait the cheating relays run with: long, so the page's honest value is never late on a busy

@@ -69,6 +69,8 @@ async def serving(tmp_path: Path, resolve: Resolver | None = None) -> AsyncItera
         data=tmp_path / "data",
         secret="test-secret-" + "x" * 40,
         limits=Limits(rate=100_000, burst=100_000, send_queue=100_000),
+        # A resolver of the test's own draws no dice from a fair key: fair dice resolve with the rules core.
+        fair_dice=resolve is None,
     )
     stop = asyncio.Event()
     ready: asyncio.Future[tuple[int, Relay]] = asyncio.get_running_loop().create_future()
