@@ -257,6 +257,10 @@ async function receive() {
             // both servers alike); otherwise only tracked runs decode, for the seq.
             const frame = track || config.decode ? (kind === "socketio" ? data : decode(data)) : null;
             if (!armed) return;
+            // A relay rolling fair dice (its default) sends a room's seed events beside its rolls (a seed's
+            // commitment before the first roll, a reveal and the next commitment every 250): they are not
+            // the deliveries measured. Undecoded runs count them, a frame or two per room in hundreds.
+            if (frame !== null && kind === "relay" && frame.t === "event" && frame.kind !== "roll") return;
             const at = now();
             if (first === 0) first = at;
             last = at;
