@@ -105,6 +105,11 @@ def method_section(results: dict[str, Any]) -> str:
   per-socket rate limit (`TABLERELAY_RATE`, `TABLERELAY_BURST`: a driver sends hundreds of rolls per
   second on one socket), and the room and member caps (`TABLERELAY_MAX_ROOMS`, `TABLERELAY_MAX_MEMBERS`).
   Bursts stay below the relay's 1,024-frame send queue, so its slow-client guard never fires.
+- **Fair dice on, as shipped** (since they became the default): every relay roll is made from its room's
+  committed seed and carries its `fair` map. The drivers send no roller seed and nobody witnesses, so each
+  roll is unwitnessed (the fair dice section measures roller seeds and witnesses). The seed's reveal every
+  250 rolls is put off (`TABLERELAY_SEED_ROLLS`), since those two events more per 250 rolls would be counted
+  as deliveries; a window's first roll commits the seed during the warm-up.
 - **Ratios in the same run.** Every ratio compares servers measured in the same run of the suite, on the
   same machine, with the same client processes; absolute figures are printed beside them.
 - **Every wait is bounded.** Each load loop stops after a fixed number of events or seconds; a run that
