@@ -4,10 +4,11 @@ The suite drives the module inside a harness of the Foundry globals it touches (
 real WebSocket connections to this relay: fulfillment, chat messages, audiences, reveals, reloads, Fear, and
 the translations (every string in lang/en.json, and a world in a pseudo-language built from it), and the
 Daggerheart and Draw Steel systems' own rolls resolved by the relay (harnesses of their roll entry points).
-A second relay rolls fair dice (``TABLERELAY_FAIR_DICE=true``, spec/fairness.md) for
-``test/fairness.test.mjs`` (each card's verdict, its change at a GM's seed reveal, the players' witness
-answers, an alarm): its address and data folder come as ``TABLERELAY_TEST_FAIR_URL`` and
-``TABLERELAY_TEST_FAIR_DATA``.
+The relay is the default one, rolling fair dice (spec/fairness.md), as users run it. ``test/fairness.test.mjs``
+(each card's verdict, its change at a GM's seed reveal, the players' witness answers, an alarm) has a second,
+also default, to itself (``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``), and a third without
+fair dice (``TABLERELAY_FAIR_DICE=false``: no seed button, no verdict mark) as ``TABLERELAY_TEST_PLAIN_URL`` and
+``TABLERELAY_TEST_PLAIN_DATA``.
 """
 
 from __future__ import annotations
@@ -31,12 +32,19 @@ def test_foundry_module_node_suite(tmp_path: Path) -> None:
         "run scripts/setup.d/js-client.sh (npm ci in clients/js) first"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
-    env["TABLERELAY_FAIR_DICE"] = "true"
-    with running_relay(tmp_path / "fair", env=env) as fair:
+    with (
+        running_relay(tmp_path / "fair", env=env) as fair,
+        running_relay(tmp_path / "plain", env={**env, "TABLERELAY_FAIR_DICE": "false"}) as plain,
+    ):
         run_node_suite(
             FOUNDRY,
             tmp_path / "data",
             at_least=80,
-            env={"TABLERELAY_TEST_FAIR_URL": fair.ws_url, "TABLERELAY_TEST_FAIR_DATA": str(fair.data)},
+            env={
+                "TABLERELAY_TEST_FAIR_URL": fair.ws_url,
+                "TABLERELAY_TEST_FAIR_DATA": str(fair.data),
+                "TABLERELAY_TEST_PLAIN_URL": plain.ws_url,
+                "TABLERELAY_TEST_PLAIN_DATA": str(plain.data),
+            },
             timeout=330,
         )

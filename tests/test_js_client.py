@@ -1,9 +1,11 @@
 """Runs the JS client's own tests (``node --test clients/js/test/``) against a real relay started here.
 
 The node tests get the server's address, a data folder and the ``tablerelay`` command through the
-environment so each test can make its own rooms (``tests/node_suite.py``). A second relay rolls fair dice
-(``TABLERELAY_FAIR_DICE=true``, spec/fairness.md) for ``test/fairness.test.mjs``: its address and data folder
-come as ``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``.
+environment so each test can make its own rooms (``tests/node_suite.py``). That relay is the default one,
+rolling fair dice (spec/fairness.md), as users run it. A second, also default but with a witness wait long
+enough for a loaded machine, serves ``test/fairness.test.mjs``'s verdicts and alarms (``TABLERELAY_TEST_FAIR_URL``
+and ``TABLERELAY_TEST_FAIR_DATA``); a third runs without fair dice (``TABLERELAY_FAIR_DICE=false``), for what a
+client does with a relay that has them off (``TABLERELAY_TEST_PLAIN_URL`` and ``TABLERELAY_TEST_PLAIN_DATA``).
 """
 
 from __future__ import annotations
@@ -26,16 +28,24 @@ def test_js_client_node_suite(tmp_path: Path) -> None:
         "run scripts/setup.d/js-client.sh (npm ci in clients/js) first"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TABLERELAY_")}
-    env["TABLERELAY_FAIR_DICE"] = "true"
     # The clients witness GM and hidden rolls; a wait this long keeps an honest value from being late (and
     # raising an alarm) on a loaded machine.
-    env["TABLERELAY_WITNESS_WAIT_MS"] = "2000"
-    with running_relay(tmp_path / "fair", env=env) as fair:
+    fair_env = {**env, "TABLERELAY_WITNESS_WAIT_MS": "2000"}
+    plain_env = {**env, "TABLERELAY_FAIR_DICE": "false"}
+    with (
+        running_relay(tmp_path / "fair", env=fair_env) as fair,
+        running_relay(tmp_path / "plain", env=plain_env) as plain,
+    ):
         run_node_suite(
             JS,
             tmp_path / "data",
             at_least=30,
             room="Node tests",
-            env={"TABLERELAY_TEST_FAIR_URL": fair.ws_url, "TABLERELAY_TEST_FAIR_DATA": str(fair.data)},
+            env={
+                "TABLERELAY_TEST_FAIR_URL": fair.ws_url,
+                "TABLERELAY_TEST_FAIR_DATA": str(fair.data),
+                "TABLERELAY_TEST_PLAIN_URL": plain.ws_url,
+                "TABLERELAY_TEST_PLAIN_DATA": str(plain.data),
+            },
             timeout=420,
         )

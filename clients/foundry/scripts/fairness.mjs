@@ -72,9 +72,27 @@ function noteVerdict(module, client, event) {
   const witnesses = outsideWitnesses(event);
   const n = Number.isInteger(event.fair?.n) ? Number(event.fair.n) : null;
   module.judgements.delete(key); // re-inserted as the newest
-  module.judgements.set(key, { verdict: event.verdict, reason: String(event.verdictReason ?? ""), witnesses, n });
+  const reason = String(event.verdictReason ?? "");
+  /** @type {Judgement} */
+  const judgement = { verdict: event.verdict, reason, witnesses, n };
+  const basis = event.verdict === "awaiting seed" ? awaitingBasis(reason) : undefined;
+  if (basis) judgement.basis = basis;
+  module.judgements.set(key, judgement);
   if (module.judgements.size > KEPT_VERDICTS) module.judgements.delete(/** @type {string} */ (module.judgements.keys().next().value));
   return key;
+}
+
+/**
+ * Which "awaiting seed" a roll's is, for words in this world's language: the JS client says it only in its
+ * English `verdictReason` (clients/js/src/fairness.js, SeedBook.check: "...(its commitment is older than what
+ * this client received)" while the seed is not revealed, "recomputed from seed n, whose commitment is older..."
+ * after). Undefined for the plain case: the seed's commitment was seen and the seed is not revealed yet.
+ * @param {string} reason
+ * @returns {"unseen"|"recomputed"|undefined}
+ */
+export function awaitingBasis(reason) {
+  if (!/commitment is older/.test(reason)) return undefined;
+  return /^recomputed/.test(reason) ? "recomputed" : "unseen";
 }
 
 /**
@@ -122,33 +140,56 @@ export function judge(judgements, keys) {
 }
 
 /**
+ * Whether a message's signature check lets its card show the verdict on the relay rolls it names: a message
+ * this client verified as showing them, or a sealed card (it shows no dice; its reveal is checked). A message
+ * that failed its check, or is not checked yet, shows none: a macro's message naming a relay roll's seq must
+ * not wear that roll's "fair".
+ * @param {import("./check.mjs").Verdict|null} check
+ */
+function vouched(check) {
+  return check?.state === "verified" || check?.state === "none";
+}
+
+/** The HTML of one card's verdict slot. */
+function slotHTML(/** @type {TableRelayModule} */ module, /** @type {{ keys: string[], check: import("./check.mjs").Verdict|null }} */ entry) {
+  return vouched(entry.check) ? fairMarkHTML(judge(module.judgements, entry.keys), module.game.i18n) : "";
+}
+
+/**
  * renderChatMessage(HTML): the verdict slot of a relay roll's card, beside its signature mark, kept so a
  * later verdict redraws it in place. Nothing for a message of no relay roll, or one this client has no
- * verdict on and will get none for (a relay without fair dice).
+ * verdict on and will get none for (a relay without fair dice). `check` is the message's signature check when
+ * it is known already; else the returned function takes it when it is made (null: no slot was made).
  * @param {TableRelayModule} module @param {ChatMessage.Implementation} message @param {Element} target
+ * @param {import("./check.mjs").Verdict|null} [check]
+ * @returns {((check: import("./check.mjs").Verdict) => void)|null}
  */
-export function decorateFairness(module, message, target) {
+export function decorateFairness(module, message, target, check = null) {
   const flags = message.flags?.[FLAG_SCOPE];
   const keys = rollKeys(flags);
-  if (!keys.length) return;
-  target.insertAdjacentHTML("beforeend", `<div data-tablerelay-fair>${fairMarkHTML(judge(module.judgements, keys), module.game.i18n)}</div>`);
+  if (!keys.length) return null;
+  const entry = { slot: /** @type {any} */ (null), keys, check };
+  target.insertAdjacentHTML("beforeend", `<div data-tablerelay-fair>${slotHTML(module, entry)}</div>`);
   const slot = target.querySelector?.("[data-tablerelay-fair]") ?? null;
-  if (!slot) return;
+  if (!slot) return null;
+  entry.slot = slot;
   for (const key of keys) {
     let slots = module.fairSlots.get(key);
     if (!slots) module.fairSlots.set(key, (slots = new Set()));
     // A card Foundry rendered again leaves its old element behind: let it go.
     for (const old of slots) if (old.slot.isConnected === false) slots.delete(old);
-    slots.add({ slot, keys });
+    slots.add(entry);
   }
   if (module.fairSlots.size > KEPT_VERDICTS) module.fairSlots.delete(/** @type {string} */ (module.fairSlots.keys().next().value));
+  return (made) => {
+    entry.check = made;
+    slot.innerHTML = slotHTML(module, entry);
+  };
 }
 
 /** A roll's verdict changed: every card showing it draws its mark again. */
 function redraw(/** @type {TableRelayModule} */ module, /** @type {string} */ key) {
-  for (const { slot, keys } of module.fairSlots.get(key) ?? []) {
-    slot.innerHTML = fairMarkHTML(judge(module.judgements, keys), module.game.i18n);
-  }
+  for (const entry of module.fairSlots.get(key) ?? []) entry.slot.innerHTML = slotHTML(module, entry);
 }
 
 /**

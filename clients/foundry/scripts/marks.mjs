@@ -46,12 +46,14 @@ export function decorate(/** @type {TableRelayModule} */ module, /** @type {Chat
   const known = repeated.length ? shownTwice(repeated) : (plainVerdict(flags, message.rolls ?? []) ?? keptCheck(module, checkKey(message))?.value);
   const target = element.querySelector(".message-content") ?? element;
   target.insertAdjacentHTML("beforeend", `<div data-tablerelay-mark>${markHTML(known ?? { state: "checking" }, flags, options, module.game.i18n)}</div>`);
-  // Fair dice: this client's verdict on the roll's dice, beside the signature mark (fairness.mjs).
-  decorateFairness(module, message, target);
+  // Fair dice: this client's verdict on the roll's dice, beside the signature mark once that vouches for the
+  // message (fairness.mjs).
+  const checked = decorateFairness(module, message, target, known ?? null);
   if (known) return;
   const slot = target.querySelector?.("[data-tablerelay-mark]");
   void module.verdict(message).then((verdict) => {
     if (slot) slot.innerHTML = markHTML(verdict, flags, options, module.game.i18n);
+    checked?.(verdict);
   });
 }
 

@@ -82,7 +82,7 @@ export class TableRelayModule {
     this.faces = new Map();
     /** @type {Map<string, import("./fairness.mjs").Judgement>} this client's verdicts on the fair dice of the rolls it received, by room:epoch:seq */
     this.judgements = new Map();
-    /** @type {Map<string, Set<{ slot: Element, keys: string[] }>>} the cards' verdict marks drawn, by the roll they show, to redraw */
+    /** @type {Map<string, Set<{ slot: Element, keys: string[], check: import("./check.mjs").Verdict|null }>>} the cards' verdict marks drawn (and their signature checks), by the roll they show, to redraw */
     this.fairSlots = new Map();
     /** @type {Array<{ message: string, seq: number|null }>} this session's fairness alarms, newest first (the red banner) */
     this.alarms = [];

@@ -209,9 +209,11 @@ export function connectionFormHTML(values, i18n) {
 // ---- fair dice (spec/fairness.md; fairness.mjs keeps the verdicts) ------------------------------------------------------------------------------------------------
 
 /**
- * This client's verdict on one relay roll: the JS client's `verdict` and `verdictReason`, the number of
- * witness values from outside the operator's side and the roll's dice seed.
- * @typedef {{ verdict: string, reason: string, witnesses: number, n: number|null }} Judgement
+ * This client's verdict on one relay roll: the JS client's `verdict` and `verdictReason` (English: only a
+ * failure's is shown), the number of witness values from outside the operator's side, the roll's dice seed, and
+ * for "awaiting seed" whether this client saw the seed's commitment ("unseen": no; "recomputed": no, and the
+ * dice match the revealed seed).
+ * @typedef {{ verdict: string, reason: string, witnesses: number, n: number|null, basis?: "unseen"|"recomputed" }} Judgement
  */
 
 /**
@@ -239,22 +241,27 @@ export function iconSVG(/** @type {string} */ name, size = 12) {
  */
 export function verdictWords(j, i18n) {
   const n = j.n === null ? "?" : String(j.n);
-  const reason = j.reason;
   switch (j.verdict) {
-    case "fair":
+    case "fair": {
+      const reason =
+        j.witnesses === 1 ? i18n.localize("TABLERELAY.Fair.ByOneWitness") : j.witnesses > 1 ? i18n.format("TABLERELAY.Fair.ByWitnesses", { count: String(j.witnesses) }) : i18n.localize("TABLERELAY.Fair.ByRollerSeed");
       return {
         label: j.witnesses === 1 ? i18n.localize("TABLERELAY.Fair.FairOneWitness") : j.witnesses > 1 ? i18n.format("TABLERELAY.Fair.FairWitnesses", { count: String(j.witnesses) }) : i18n.localize("TABLERELAY.Fair.Fair"),
         explanation: i18n.format("TABLERELAY.Fair.FairTitle", { n, reason }),
       };
+    }
     case "unwitnessed":
-      return { label: i18n.localize("TABLERELAY.Fair.Unwitnessed"), explanation: i18n.format("TABLERELAY.Fair.UnwitnessedTitle", { n, reason }) };
-    case "awaiting seed":
-      return { label: i18n.localize("TABLERELAY.Fair.Awaiting"), explanation: i18n.format("TABLERELAY.Fair.AwaitingTitle", { n, reason }) };
+      return { label: i18n.localize("TABLERELAY.Fair.Unwitnessed"), explanation: i18n.format("TABLERELAY.Fair.UnwitnessedTitle", { n }) };
+    case "awaiting seed": {
+      const explanation =
+        j.basis === "recomputed" ? i18n.format("TABLERELAY.Fair.RecomputedUnseenTitle", { n }) : j.basis === "unseen" ? i18n.format("TABLERELAY.Fair.AwaitingUnseenTitle", { n }) : i18n.format("TABLERELAY.Fair.AwaitingTitle", { n });
+      return { label: i18n.localize("TABLERELAY.Fair.Awaiting"), explanation };
+    }
     case "sealed":
       return { label: i18n.localize("TABLERELAY.Fair.Sealed"), explanation: i18n.localize("TABLERELAY.Fair.SealedTitle") };
     default:
       // "failed", or a verdict newer than this module: shown as what it is, never as fair.
-      return { label: i18n.localize("TABLERELAY.Fair.Failed"), explanation: i18n.format("TABLERELAY.Fair.FailedTitle", { reason: reason || j.verdict }) };
+      return { label: i18n.localize("TABLERELAY.Fair.Failed"), explanation: i18n.format("TABLERELAY.Fair.FailedTitle", { reason: j.reason || j.verdict }) };
   }
 }
 

@@ -1,15 +1,15 @@
-// Fair dice (spec/fairness.md) in the Foundry module, against a REAL relay process rolling them
-// (TABLERELAY_FAIR_DICE=true: tests/test_foundry_module.py starts it and passes TABLERELAY_TEST_FAIR_URL; run
-// alone, the JS client's helpers start one from .venv): each relay roll's card carries this client's verdict
-// beside its signature mark, redrawn when a GM reveals the dice seed or a hidden roll; player clients witness;
-// an alarm raises a notification and a red banner.
+// Fair dice (spec/fairness.md) in the Foundry module, against a REAL relay process rolling them (the default;
+// tests/test_foundry_module.py starts one and passes TABLERELAY_TEST_FAIR_URL, and one without fair dice as
+// TABLERELAY_TEST_PLAIN_URL; run alone, the JS client's helpers start them from .venv): each relay roll's card
+// carries this client's verdict beside its signature mark, redrawn when a GM reveals the dice seed or a hidden
+// roll; player clients witness; an alarm raises a notification and a red banner.
 
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { after, describe, test } from "node:test";
-import { decodeMsgpack, encodeMsgpack } from "../../js/tablerelay.js";
-import { closeAll, createRoom, fairServer, server, until } from "../../js/test/helpers.mjs";
-import { judge, outsideWitnesses, rollKeys } from "../scripts/fairness.mjs";
+import { SeedBook, decodeMsgpack, encodeMsgpack } from "../../js/tablerelay.js";
+import { closeAll, createRoom, fairServer, plainServer, until } from "../../js/test/helpers.mjs";
+import { awaitingBasis, judge, outsideWitnesses, rollKeys } from "../scripts/fairness.mjs";
 import { alarmBannerHTML, fairMarkHTML } from "../scripts/ui.mjs";
 import { TableRelayModule } from "../scripts/module.mjs";
 import { World } from "./harness.mjs";
@@ -152,7 +152,8 @@ describe("verdict marks on chat cards", () => {
     await until(() => byFlag(world, event.seq).some((m) => m.flags.tablerelay.revealed), 4000, "the card turned into the roll");
     const opened = byFlag(world, event.seq).find((m) => m.flags.tablerelay.revealed);
     const shown = aria.render(opened);
-    await until(() => verdictIn(shown.html()) !== "sealed", 8000, "the revealed roll's verdict");
+    // None until this client's check of the card vouches for it (a macro's card naming a roll gets none).
+    await until(() => ![null, "sealed"].includes(verdictIn(shown.html())), 8000, "the revealed roll's verdict");
     assert.equal(verdictIn(shown.html()), "awaiting seed", "the revealed roll waits for its seed");
     await gm.module.api.revealSeed();
     await until(() => verdictIn(shown.html()) !== "awaiting seed", 8000, "the seed's verdict");
@@ -184,9 +185,10 @@ describe("the GM's seed button", () => {
   });
 
   test("without fair dice: no seed button, and no verdict mark on a card", async () => {
-    const room = createRoom(undefined, server);
+    const plain = await plainServer();
+    const room = createRoom(undefined, plain);
     const world = new World([{ id: "GMuser0000000001", name: "Gamemaster", isGM: true }]);
-    const gm = await foundry(world, "GMuser0000000001", room.gm, server);
+    const gm = await foundry(world, "GMuser0000000001", room.gm, plain);
     const event = await gm.module.api.roll({ system: "dice", formula: "1d8" });
     assert.equal(event.verdict, undefined);
     await until(() => byFlag(world, event.seq).length === 1, 4000, "the card");
@@ -297,6 +299,34 @@ describe("the marks' HTML", () => {
     assert.equal(outsideWitnesses(gmRoll), 1, "a GM's own value for the GM's roll is no witness");
     assert.equal(outsideWitnesses({ ...gmRoll, actor: { id: "g", role: "player" } }), 2, "a player's own value is one");
     assert.equal(alarmBannerHTML([], i18n), "");
+    assert.match(fairMarkHTML(j("fair"), i18n), /outside the relay \(the roller&#39;s seed\)/, "the reason in the world's words");
+    assert.doesNotMatch(fairMarkHTML(j("awaiting seed"), i18n), /why/, "the JS client's English reason only for a failure");
+    assert.match(fairMarkHTML(j("failed"), i18n), /Fairness check failed: why\./);
+  });
+
+  test("which 'awaiting seed' a roll's is, read from the JS client's own reasons, has its own words", async () => {
+    const i18n = new HarnessLocalization({ lang: "en" });
+    await i18n.initialize();
+    const fair = { n: 1, seed: new Uint8Array(16), pending: null, nonce: null, witnesses: [], draws: [] };
+    const roll = { seq: 5, kind: "roll", actor: { id: "p", role: "player" }, intent: { system: "dice", formula: "1d6" }, fair };
+    const seen = new SeedBook();
+    seen.noteOpen({ n: 1, commit: "00" });
+    const plain = { ...roll };
+    await seen.check("r", plain);
+    // A client that joined after seed 1's commitment left the history: then after the seed's reveal.
+    const book = new SeedBook();
+    await book.check("r", roll);
+    const unseen = { ...roll };
+    await book.seedRevealed("r", { n: 1, seed: new Uint8Array(32), seq: 6 });
+    const words = [];
+    for (const [event, basis] of [[plain, undefined], [unseen, "unseen"], [roll, "recomputed"]]) {
+      assert.equal(event.verdict, "awaiting seed");
+      assert.equal(awaitingBasis(event.verdictReason), basis, event.verdictReason);
+      const html = fairMarkHTML({ verdict: event.verdict, reason: event.verdictReason, witnesses: 0, n: 1, basis }, i18n);
+      assert.doesNotMatch(html, new RegExp(event.verdictReason.slice(0, 20)));
+      words.push(/title="([^"]*)"/.exec(html)[1]);
+    }
+    assert.equal(new Set(words).size, 3, words.join("\n"));
     assert.match(alarmBannerHTML([{ message: "<b>x</b>", seq: 3 }], i18n), /&#60;b&#62;x&#60;\/b&#62;/, "alarm text is escaped");
   });
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import WebSocket from "ws";
 import { FairDice, SeedBook, VERDICTS, decodeMsgpack, encodeMsgpack, rollKey, seedCommit } from "../tablerelay.js";
-import { closeAll, connect, createRoom, fairServer, fairServerWith, next, server, sleep, until } from "./helpers.mjs";
+import { closeAll, connect, createRoom, fairServer, fairServerWith, next, plainServer, sleep, until } from "./helpers.mjs";
 
 after(closeAll);
 
@@ -148,9 +148,13 @@ describe("roller seeds", () => {
   });
 
   test("a server without fair dice: the seed is sent, no roll gets a verdict, no alarm", async () => {
-    const player = await connect(createRoom(undefined, server).player, { name: "Ana" });
+    const plain = await plainServer();
+    const net = tamperingNet();
+    const player = await join(plain, createRoom(undefined, plain).player, { name: "Ana", WebSocket: net.WebSocket });
     const raised = alarms(player);
     const event = await player.roll(d20);
+    const [frame] = net.sent.filter((f) => f.t === "roll");
+    assert.equal(frame.seed.length, 16, "the client cannot know the server's setting: it sends its seed all the same");
     assert.equal(event.fair, undefined);
     assert.equal(event.verdict, undefined);
     assert.equal("verdict" in event, false);

@@ -1,8 +1,9 @@
 // Shared by the node tests: the relay under test, fresh rooms, clients with controllable sockets.
 //
-// Run by tests/test_js_client.py, which starts a relay and passes TABLERELAY_TEST_URL, _DATA and _CLI (and a
-// second relay rolling fair dice as TABLERELAY_TEST_FAIR_URL and _FAIR_DATA). Run alone (`npm test`), it
-// starts them itself from the repository's .venv.
+// Run by tests/test_js_client.py, which starts the default relay (fair dice on) and passes TABLERELAY_TEST_URL,
+// _DATA and _CLI, a second one for the fairness tests (a longer witness wait) as TABLERELAY_TEST_FAIR_URL and
+// _FAIR_DATA, and a third without fair dice as TABLERELAY_TEST_PLAIN_URL and _PLAIN_DATA. Run alone
+// (`npm test`), it starts them itself from the repository's .venv.
 
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -69,8 +70,22 @@ export const server = process.env.TABLERELAY_TEST_URL
   : await startOwnRelay();
 
 let fair = null;
+let plain = null;
 
-/** The relay rolling fair dice (`TABLERELAY_FAIR_DICE=true`, spec/fairness.md): started on first use. */
+/** A relay without fair dice (`TABLERELAY_FAIR_DICE=false`; the default is on): started on first use. */
+export function plainServer() {
+  plain ??= process.env.TABLERELAY_TEST_PLAIN_URL
+    ? Promise.resolve({
+        url: process.env.TABLERELAY_TEST_PLAIN_URL,
+        data: process.env.TABLERELAY_TEST_PLAIN_DATA,
+        cli: process.env.TABLERELAY_TEST_CLI,
+        env: process.env,
+      })
+    : startOwnRelay({ TABLERELAY_FAIR_DICE: "false" });
+  return plain;
+}
+
+/** The relay the fairness tests use (fair dice, spec/fairness.md, with a witness wait for a loaded machine): started on first use. */
 export function fairServer() {
   fair ??= process.env.TABLERELAY_TEST_FAIR_URL
     ? Promise.resolve({

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import * as ed from "@noble/ed25519";
-import { canonicalEncode, decodeMsgpack, encodeMsgpack, importKeys, openSignedBytes, signedBytes, verifyEvent } from "../tablerelay.js";
+import { CLIENT_FIELDS, UNSIGNED_KEYS, canonicalEncode, decodeMsgpack, encodeMsgpack, importKeys, openSignedBytes, signedBytes, verifyEvent } from "../tablerelay.js";
 import { closeAll, connect, createRoom, record, server, until } from "./helpers.mjs";
 
 after(closeAll);
@@ -50,8 +50,9 @@ function changed(event, path, value) {
   return out;
 }
 
+/** What the server signed: the event without its unsigned keys and the fields the client added (a roll's verdict). */
 const signedPart = (event) =>
-  Object.fromEntries(Object.entries(event).filter(([k]) => !["t", "sig", "kid", "foundry", "roll20", "verified", "verifyError", "roll", "commitmentVerified"].includes(k)));
+  Object.fromEntries(Object.entries(event).filter(([k]) => ![...UNSIGNED_KEYS, ...CLIENT_FIELDS].includes(k)));
 
 describe("signed events", () => {
   test("every event a client receives verifies, history and live, and the welcome carries the published keys", async () => {
@@ -95,12 +96,14 @@ describe("signed events", () => {
     await gm.reveal(hidden.seq);
     await until(() => events.some((e) => e.kind === "reveal"), 8000, "the reveal");
     let tried = 0;
+    const fields = new Set();
     for (const event of events.filter((e) => e.kind === "roll" || e.kind === "reveal")) {
       assert.deepEqual(await verifyEvent(event, room.room, keys), { verified: true });
       for (const [path, value] of mutations(signedPart(event))) {
         const outcome = await verifyEvent(changed(event, path, value), room.room, keys);
         assert.equal(outcome.verified, false, `still verifies after changing ${path.join(".")}`);
         assert.match(outcome.reason, /signature does not match|cannot be encoded/);
+        fields.add(path[0]);
         tried++;
       }
       for (const key of Object.keys(signedPart(event))) {
@@ -118,6 +121,8 @@ describe("signed events", () => {
       assert.equal((await verifyEvent({ ...event, sig }, room.room, keys)).verified, false);
     }
     assert.ok(tried > 30, `${tried} mutations`);
+    // The default relay rolls fair dice: the roll's `fair` map (seed, draws, witnesses...) is signed like the rest.
+    assert.ok(fields.has("fair"), `the fields changed: ${[...fields]}`);
   });
 
   test("a client that trusts other keys marks every event unverified, with a reason", async () => {
