@@ -44,6 +44,8 @@ declare module "fvtt-types/configuration" {
     // The Daggerheart system's Fear (registered by that system, type Number), which the module mirrors from
     // the relay while that system is active.
     "daggerheart.ResourcesFear": number;
+    /** The Daggerheart system's automation settings; the module reads whether its Hope and Fear automation is on. */
+    "daggerheart.Automation": { hopeFear?: { gm?: boolean; players?: boolean } };
   }
 
   interface FlagConfig {

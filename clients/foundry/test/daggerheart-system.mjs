@@ -19,10 +19,22 @@ import { actAs } from "./harness-classes.mjs";
 
 /** The system's character actor, as much as the module and the system's bookkeeping touch: its Hope. */
 export class HarnessActor {
-  constructor({ id, name, hope = 0, experiences = {} }) {
+  constructor({ id, name, hope = 0, stress = 0, experiences = {} }) {
     Object.assign(this, { id, name, uuid: `Actor.${id}` });
-    this.system = { resources: { hope: { value: hope, max: 6 }, stress: { value: 0 } }, experiences };
+    this.system = { resources: { hope: { value: hope, max: 6 }, stress: { value: stress, max: 6 } }, experiences };
     this.updates = [];
+    /** The changes `modifyResource` was given, in order. */
+    this.modified = [];
+    /** The actor's status effects (the system skips a dead, defeated or unconscious actor's resources). */
+    this.statuses = new Set();
+  }
+  /** The system's actor.modifyResource, as much as the module uses: Stress marked (+) or cleared (-). */
+  async modifyResource(updates) {
+    for (const { key, value } of updates) {
+      assert.equal(key, "stress", "the module changes no resource of the system's but Stress");
+      this.modified.push(value);
+      this.system.resources.stress.value = Math.max(0, this.system.resources.stress.value + value);
+    }
   }
   async update(changes) {
     assert.deepEqual(Object.keys(changes), ["system.resources.hope.value"], "the module writes the character's Hope only");
@@ -61,11 +73,15 @@ async function addFear(client, n) {
  */
 export function daggerheartSystem(client, { form = "1.x" } = {}) {
   client.game.settings.register("daggerheart", "ResourcesFear", { scope: "world", config: false, type: Number, default: 0 });
+  // The system's Automation setting (its hopeFear flags off by default in the system; on here).
+  client.game.settings.register("daggerheart", "Automation", { scope: "world", config: false, type: Object, default: { hopeFear: { gm: true, players: true } } });
   /** The roll's mode in this form's configuration, from the user's roll mode. */
   const modeConfig = (rollMode) => (form === "2.x" ? { selectedMessageMode: MESSAGE_MODES[rollMode] } : { selectedRollMode: rollMode });
   const modeOf = (config) => config.selectedMessageMode ?? config.selectedRollMode;
   /** fromUuid for the actors this harness has rolled for. */
   const actors = new Map();
+  /** @type {any} Foundry's global fromUuid, for the actors this harness has rolled for */
+  (client).fromUuid = async (uuid) => actors.get(uuid) ?? null;
   /** DualityRoll: Hope d12, Fear d12, an advantage d6 when advantaged, then the modifiers. */
   class DualityRoll extends client.Roll {
     static messageType = "dualityRoll";
@@ -94,6 +110,7 @@ export function daggerheartSystem(client, { form = "1.x" } = {}) {
     if (!config.source?.actor || config.actionType === "reaction" || config.skips?.resources) return;
     const actor = actors.get(config.source.actor);
     if (config.roll.isCritical || config.roll.result.duality === 1) actor.system.resources.hope.value += 1;
+    if (config.roll.isCritical) await actor.modifyResource([{ key: "stress", value: -1, total: 1, enabled: true }]);
     if (config.roll.result.duality === -1) await addFear(client, 1);
   }
   if (form === "early") {

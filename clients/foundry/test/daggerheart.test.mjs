@@ -123,6 +123,27 @@ for (const form of ["1.x", "2.x"]) describe(`Daggerheart ${form} (Foundry ${form
     assert.equal(t.world.messages.filter((m) => m.flags.tablerelay?.seq !== undefined).length, t.world.messages.length, "every message is a system card naming its event");
   });
 
+  test("a critical clears one Stress as the system would, though its own bookkeeping is skipped", async () => {
+    const t = await table(form);
+    t.actor.system.resources.stress.value = 6;
+    let crits = 0;
+    let rolls = 0;
+    // A critical is one roll in 12 (matching d12s): 40 rounds of 4 miss one with a chance under 1 in 10^6.
+    for (let round = 0; round < 40 && crits === 0; round++) {
+      const results = await Promise.all([0, 1, 2, 3].map((trait) => t.aria.system.duality({ actor: t.actor, trait })));
+      for (const { config } of results) {
+        assert.equal(config.skips.resources, true, "the system's own bookkeeping is skipped");
+        rolls += 1;
+        if (config.roll.isCritical) crits += 1;
+      }
+    }
+    assert.ok(crits >= 1, `a critical in ${rolls} rolls`);
+    await t.aria.module.settled();
+    await until(() => t.actor.modified.length === crits, 4000, "one Stress cleared per critical");
+    assert.deepEqual(t.actor.modified, Array(crits).fill(-1), "each critical clears one Stress, nothing else changes it");
+    assert.equal(t.actor.system.resources.stress.value, 6 - crits);
+  });
+
   test("the relay refuses an Experience without Hope: the system's roll is not made", async () => {
     const t = await table(form);
     const before = t.world.messages.length;

@@ -34,6 +34,7 @@ export function installDaggerheart(/** @type {TableRelayModule} */ module) {
   // Registered after the system's own handlers (a system's init runs before a module's), so it runs after them.
   Hooks.on("daggerheart.postRollDuality", (/** @type {any} */ config) => {
     restoreSource(config);
+    void clearCriticalStress(module, config);
   });
   // An adversary's attack (D20Roll, message type adversaryRoll) has no hook name of its own: the hooks of
   // every DHRoll ("" among them) fire for it, and for a duality roll too, which is claimed already by then.
@@ -44,6 +45,33 @@ export function installDaggerheart(/** @type {TableRelayModule} */ module) {
     attackResolved(config);
   });
   Hooks.on("tablerelay.event", (/** @type {any} */ event) => mirrorHope(module, event));
+}
+
+/** Duality rolls the relay resolves whose critical would clear a Stress, by their configuration. */
+const stressOwed = new WeakSet();
+
+/**
+ * A critical success clears a Stress (the system's addDualityResourceUpdates, which the skipped bookkeeping
+ * left out; the relay keeps no Stress): done here as the system would have done it, only where it would have
+ * (its Hope and Fear automation on for this user, not a reaction, the actor not dead, defeated or unconscious).
+ * The roll's dice show the relay's faces, so its critical is the relay's.
+ */
+async function clearCriticalStress(/** @type {TableRelayModule} */ module, /** @type {any} */ config) {
+  if (!stressOwed.delete(config) || !config.roll?.isCritical) return;
+  /** @type {any} the system's Automation setting, which fvtt-types does not declare */
+  let automation = null;
+  try {
+    automation = module.game.settings.get(SYSTEM_ID, "Automation")?.hopeFear;
+  } catch {
+    return; // a system without the setting keeps no Stress automatically either
+  }
+  if (!(module.game.user.isGM ? automation?.gm : automation?.players)) return;
+  /** @type {any} Foundry's global fromUuid */
+  const env = module.env;
+  const actor = await env.fromUuid?.(config.source?.actor);
+  if (!actor || typeof actor.modifyResource !== "function") return;
+  if (["dead", "defeated", "unconscious"].some((status) => actor.statuses?.has?.(status))) return;
+  await actor.modifyResource([{ key: "stress", value: -1, total: 1, enabled: true }]);
 }
 
 /** The adversary attacks the relay resolves, by their configuration: the roll, and its event once evaluated. */
@@ -255,6 +283,7 @@ function dualityConfigured(/** @type {TableRelayModule} */ module, /** @type {an
   config.skips = { ...(config.skips ?? {}), resources: true };
   if (!skipsHonoured(module)) hideSource(config);
   if (intent.spend_hope) keepExperienceCost(config);
+  if (!intent.reaction) stressOwed.add(config);
   const label = typeof config.title === "string" ? config.title : typeof roll.title === "string" ? roll.title : undefined;
   claimRoll(module, roll, intent, {
     visibility: visibilityFor(module, modeOf(roll, config)),
