@@ -350,13 +350,13 @@ def _why_not(goals: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"- {hosted['tables']:,} tables of 6: p99 {p99:.0f} ms, the median {steady['p50_ms']:.0f} ms. "
             "The tail is the event loop's stalls (the loop-lag maximum on `/healthz` read "
             f"{steady.get('loop_lag_max_ms') or 0:.0f} ms) over a per-roll path the bare peer does not have "
-            "(resolving, committing, signing, the ack); "
-            "the largest stall is the upkeep's full garbage collection "
-            "once a minute (`memory_trimmed` in the log), which walks every object the relay holds and so "
-            "grows with the sockets: with 18,000 sockets (an attempt at the full size on a starved machine, "
-            "docs/deployment.md) it took 0.4 to 1.4 s of CPU with the loop stopped, 2.7 to 11 s of wall "
-            "time. The bare peer has no such pass. `TABLERELAY_FULL_GC=0` turns "
-            "it off (docs/deployment.md, Sizing)."
+            "(resolving with fair dice, committing, signing, the ack; a GM's or hidden roll also waits for "
+            "its witnesses, each value stored before its ack), beside every socket's keepalive pings, on two "
+            "cores that the load generator's processes share. The relay used "
+            f"{100 * steady.get('cpu_share', 0):.0f} % of one core on average. The upkeep's collector no "
+            "longer walks the whole heap (docs/hardening.md); which part of the per-roll path makes this "
+            "tail at this size is not broken down yet. docs/deployment.md, Sizing, says what one machine "
+            "holds."
         )
     return out
 
