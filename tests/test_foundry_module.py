@@ -4,11 +4,11 @@ The suite drives the module inside a harness of the Foundry globals it touches (
 real WebSocket connections to this relay: fulfillment, chat messages, audiences, reveals, reloads, Fear, and
 the translations (every string in lang/en.json, and a world in a pseudo-language built from it), and the
 Daggerheart and Draw Steel systems' own rolls resolved by the relay (harnesses of their roll entry points).
-The relay is the default one, rolling fair dice (spec/fairness.md), as users run it. ``test/fairness.test.mjs``
-(each card's verdict, its change at a GM's seed reveal, the players' witness answers, an alarm) has a second,
-also default, to itself (``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``), and a third without
-fair dice (``TABLERELAY_FAIR_DICE=false``: no seed button, no verdict mark) as ``TABLERELAY_TEST_PLAIN_URL`` and
-``TABLERELAY_TEST_PLAIN_DATA``.
+The relay is the default one, rolling fair dice (spec/fairness.md), as users run it.
+``test/fairness.test.mjs`` (each card's verdict, its change at a GM's seed reveal, the players' witness
+answers, an alarm) has a second, also default, to itself (``TABLERELAY_TEST_FAIR_URL`` and
+``TABLERELAY_TEST_FAIR_DATA``), and a third without fair dice (``TABLERELAY_FAIR_DICE=false``: no seed
+button, no verdict mark) as ``TABLERELAY_TEST_PLAIN_URL`` and ``TABLERELAY_TEST_PLAIN_DATA``.
 """
 
 from __future__ import annotations

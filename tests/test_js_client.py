@@ -2,10 +2,11 @@
 
 The node tests get the server's address, a data folder and the ``tablerelay`` command through the
 environment so each test can make its own rooms (``tests/node_suite.py``). That relay is the default one,
-rolling fair dice (spec/fairness.md), as users run it. A second, also default but with a witness wait long
-enough for a loaded machine, serves ``test/fairness.test.mjs``'s verdicts and alarms (``TABLERELAY_TEST_FAIR_URL``
-and ``TABLERELAY_TEST_FAIR_DATA``); a third runs without fair dice (``TABLERELAY_FAIR_DICE=false``), for what a
-client does with a relay that has them off (``TABLERELAY_TEST_PLAIN_URL`` and ``TABLERELAY_TEST_PLAIN_DATA``).
+rolling fair dice (spec/fairness.md), as users run it. A second, also default but with a witness wait
+long enough for a loaded machine, serves ``test/fairness.test.mjs``'s verdicts and alarms
+(``TABLERELAY_TEST_FAIR_URL`` and ``TABLERELAY_TEST_FAIR_DATA``); a third runs without fair dice
+(``TABLERELAY_FAIR_DICE=false``), for what a client does with a relay that has them off
+(``TABLERELAY_TEST_PLAIN_URL`` and ``TABLERELAY_TEST_PLAIN_DATA``).
 """
 
 from __future__ import annotations
