@@ -148,6 +148,9 @@ async def test_a_roll_is_made_once_every_witness_has_answered_through_another_no
     ana = await witness_client(clients, b, room.player, "ana-b")
     bo = await witness_client(clients, b, room.player, "bo-b")
     await seen(a, room.id, 2)
+    # Node A asks only members its room's state holds: the players' joins come through the log, apart from
+    # the witness board, so A has them once its GM has seen the last (seq 3: the GM's, Ana's, Bo's joins).
+    await gm.event(3)
     await gm.send(roll_frame("g1"))
     pending = await ana.next("event", kind="pending")
     assert pending["asked"] == sorted([ana.id, bo.id])

@@ -300,3 +300,19 @@ async def ensure_bucket(js: JetStreamContext, name: str, replicas: int, *, ttl: 
             return await js.key_value(name)
         except nats.js.errors.BucketNotFoundError:
             raise BucketUnsettled(name, refusal) from refusal
+
+
+class LazyBucket:
+    """A KV bucket made on first use (a store that never needs it never has one), waiting out a JetStream
+    that is not ready for it yet (a bucket another node has just made)."""
+
+    def __init__(self, js: JetStreamContext, name: str, replicas: int) -> None:
+        self.js = js
+        self.name = name
+        self.replicas = replicas
+        self._kv: KeyValue | None = None
+
+    async def bucket(self) -> KeyValue:
+        if self._kv is None:
+            self._kv = await patiently(lambda: ensure_bucket(self.js, self.name, self.replicas))
+        return self._kv

@@ -17,12 +17,11 @@ from collections.abc import Callable, Collection
 import nats.errors
 import nats.js.errors
 from nats.js import JetStreamContext
-from nats.js.kv import KeyValue
 
 from relay.settings.logs import get_logger
 from relay.storage.base import Record, witness_into
 from relay.storage.codec import decode_record, encode_record
-from relay.storage.nats.connect import bucket_subjects, ensure_bucket, patiently
+from relay.storage.nats.connect import LazyBucket, bucket_subjects, patiently
 
 logger = get_logger("relay.log.nats")
 PENDINGS_BUCKET = "tablerelay_pendings"
@@ -30,18 +29,11 @@ PENDINGS_BUCKET = "tablerelay_pendings"
 CAS_TRIES = 50
 
 
-class PendingVault:
+class PendingVault(LazyBucket):
     """The pendings bucket, made on first use (a store that never witnesses a roll never has one)."""
 
     def __init__(self, js: JetStreamContext, replicas: int) -> None:
-        self.js = js
-        self.replicas = replicas
-        self._kv: KeyValue | None = None
-
-    async def _bucket(self) -> KeyValue:
-        if self._kv is None:
-            self._kv = await patiently(lambda: ensure_bucket(self.js, PENDINGS_BUCKET, self.replicas))
-        return self._kv
+        super().__init__(js, PENDINGS_BUCKET, replicas)
 
     @staticmethod
     def key(room: str, pending: int, commit: str) -> str:
@@ -49,7 +41,7 @@ class PendingVault:
 
     async def put(self, room: str, kept: Record) -> None:
         """Store what an open roll keeps, before its pending event is published."""
-        kv = await self._bucket()
+        kv = await self.bucket()
         key, data = self.key(room, kept["pending"], kept["commit"]), encode_record(kept)
         # A bucket another node has just made may not answer for a moment (no responders yet).
         await patiently(lambda: kv.put(key, data))
@@ -58,7 +50,7 @@ class PendingVault:
         self, room: str, pending: int, commit: str, value: tuple[str, bytes] | None
     ) -> tuple[str, Record | None]:
         """Add a witness's ``value``, or close (None): the outcome and the kept map after it."""
-        kv = await self._bucket()
+        kv = await self.bucket()
         key = self.key(room, pending, commit)
         for _ in range(CAS_TRIES):
             try:
@@ -93,7 +85,7 @@ class PendingVault:
 
     async def watch(self, deliver: Callable[[str, Record], None]) -> asyncio.Task[None]:
         """Hand every change of a kept roll (new values, closing) to ``deliver(room, kept)``."""
-        kv = await patiently(self._bucket)
+        kv = await patiently(self.bucket)
         watcher = await kv.watchall(ignore_deletes=True)
 
         async def run() -> None:
@@ -113,14 +105,14 @@ class PendingVault:
         return asyncio.get_running_loop().create_task(run())
 
     async def _keys(self, room: str) -> list[str]:
-        await self._bucket()
+        await self.bucket()
         prefix = f"$KV.{PENDINGS_BUCKET}."
         return [
             s[len(prefix) :] for s in await bucket_subjects(self.js, PENDINGS_BUCKET, f"{prefix}{room}.>")
         ]
 
     async def stored(self, room: str) -> list[Record]:
-        kv = await self._bucket()
+        kv = await self.bucket()
         found: list[Record] = []
         for key in await self._keys(room):
             try:
@@ -141,5 +133,5 @@ class PendingVault:
 
     async def remove(self, room: str) -> None:
         """Everything kept for a deleted room."""
-        await self._bucket()
+        await self.bucket()
         await self.js.purge_stream(f"KV_{PENDINGS_BUCKET}", subject=f"$KV.{PENDINGS_BUCKET}.{room}.>")

@@ -6,29 +6,21 @@ from __future__ import annotations
 
 import nats.js.errors
 from nats.js import JetStreamContext
-from nats.js.kv import KeyValue
 
-from relay.storage.nats.connect import bucket_subjects, ensure_bucket
+from relay.storage.nats.connect import LazyBucket, bucket_subjects
 
 SEEDS_BUCKET = "tablerelay_seeds"
 
 
-class SeedVault:
+class SeedVault(LazyBucket):
     """The seeds bucket, made on first use (a store that never rolls fairly never has one)."""
 
     def __init__(self, js: JetStreamContext, replicas: int) -> None:
-        self.js = js
-        self.replicas = replicas
-        self._kv: KeyValue | None = None
-
-    async def _bucket(self) -> KeyValue:
-        if self._kv is None:
-            self._kv = await ensure_bucket(self.js, SEEDS_BUCKET, self.replicas)
-        return self._kv
+        super().__init__(js, SEEDS_BUCKET, replicas)
 
     async def ensure(self, room: str, n: int, candidate: bytes) -> bytes:
         """Seed ``n`` of ``room``: ``candidate`` if no node stored one first, else the one stored."""
-        kv = await self._bucket()
+        kv = await self.bucket()
         key = f"{room}.{n}"
         try:
             await kv.create(key, candidate)
@@ -39,7 +31,7 @@ class SeedVault:
 
     async def stored(self, room: str, first: int) -> dict[int, bytes]:
         """The room's seeds numbered ``first`` and later."""
-        kv = await self._bucket()
+        kv = await self.bucket()
         prefix = f"$KV.{SEEDS_BUCKET}.{room}."
         found: dict[int, bytes] = {}
         for subject in await bucket_subjects(self.js, SEEDS_BUCKET, prefix + ">"):
@@ -52,5 +44,5 @@ class SeedVault:
 
     async def remove(self, room: str) -> None:
         """Every seed of a deleted room."""
-        await self._bucket()
+        await self.bucket()
         await self.js.purge_stream(f"KV_{SEEDS_BUCKET}", subject=f"$KV.{SEEDS_BUCKET}.{room}.>")
