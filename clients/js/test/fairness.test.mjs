@@ -186,8 +186,9 @@ describe("verdicts", () => {
     await until(() => updates.length === 2, 8000, "two verdict updates");
     assert.deepEqual(updates.sort(), [[mine.seq, "fair"], [theirs.seq, "unwitnessed"]].sort());
     for (const client of [gm, player, watcher]) {
+      // Each roll is recomputed on its own (WebCrypto is asynchronous): wait for both, in either order.
       await until(() => verdictOf(client, mine.seq) === "fair", 8000, "the player's roll to turn fair");
-      assert.equal(verdictOf(client, theirs.seq), "unwitnessed");
+      await until(() => verdictOf(client, theirs.seq) === "unwitnessed", 8000, "the GM's roll to turn unwitnessed");
     }
     // The next roll takes the next seed, committed with the reveal.
     const later = await player.roll(d20);

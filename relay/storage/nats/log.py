@@ -133,6 +133,10 @@ class NatsLog(EventLog):
         log._closing = link.closing
         await log._acks.subscribe()
         if follow:
+            # A serving node makes the fair-dice buckets at its start (spec/cluster.md), not at a room's first
+            # witnessed roll: made there, with three replicas on a busy cluster, the roll waited seconds.
+            await log.seed_vault.bucket()
+            await log.pending_vault.bucket()
             await log._start_following()
         return log
 
