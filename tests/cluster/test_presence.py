@@ -75,11 +75,13 @@ class Buckets:
         return {k: int(e.revision or 0) for k, e in (await self._entries(self.nodes)).items()}
 
     async def until(self, condition: Callable[[], Awaitable[bool]], what: str) -> None:
-        """Read ``condition`` again every tenth of a second until it holds (GUARD against a hang)."""
-        for _ in range(int(GUARD * 10)):
+        """Read ``condition`` again every half second until it holds (GUARD against a hang). Each read lists
+        a bucket's keys through a consumer of its own: read more often, on a loaded machine, it took the
+        time the nodes' heartbeats needed (a live node was taken for dead in two clean-clone runs)."""
+        for _ in range(int(GUARD * 2)):
             if await condition():
                 return
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.5)
         raise AssertionError(f"never: {what}")
 
     async def passes_after_now(self) -> None:
