@@ -115,6 +115,15 @@ class KeepWitness:
 
 
 @dataclass(frozen=True)
+class RetireKept:
+    """A roll completing a pending is stored: forget what the store keeps for the room's pendings up to seq
+    ``upto``, except ``keep`` (those still open, by seq and commit)."""
+
+    upto: int
+    keep: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
 class Measure:
     """A figure for the shell's metrics (``relay.shell.observe.metrics.Metrics.measure``)."""
 
@@ -122,4 +131,4 @@ class Measure:
     value: float = 1.0
 
 
-Action = Send | Append | Broadcast | PrepareSeed | WaitWitnesses | KeepWitness | Measure | Effect
+Action = Send | Append | Broadcast | PrepareSeed | WaitWitnesses | KeepWitness | RetireKept | Measure | Effect

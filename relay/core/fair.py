@@ -31,6 +31,7 @@ from relay.core.actions import (
     Measure,
     Pending,
     PrepareSeed,
+    RetireKept,
     Send,
     Session,
     WaitWitnesses,
@@ -149,6 +150,8 @@ class Room(Protocol):
         fair: dict[str, Any] | None,
         before: list[dict[str, Any]],
         acks: list[tuple[Session, str]],
+        *,
+        intent: Any = None,
     ) -> list[Action]: ...
 
 
@@ -180,8 +183,8 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         # the same intent on the same seed would come up the same every time (docs/fairness.md, where this
         # differs from the spec). It is never called fair: the server chose this nonce.
         nonce = room.draw_nonce() if frame.seed is None else None
-        fair, result = _result(room, session, frame, n, secret, None, nonce, {})
-        made = room.make_roll(session, frame, result, fair, before, [(session, frame.id)])
+        fair, result, intent = _result(room, session, frame, n, secret, None, nonce, {})
+        made = room.make_roll(session, frame, result, fair, before, [(session, frame.id)], intent=intent)
         return made + prepare(room, state)
     # The intent is checked now, so a bad one is refused before anyone is asked to witness it.
     rules.resolve(frame.intent, rng=KeyedDice(bytes(32)))
@@ -261,9 +264,7 @@ def values_stored(room: Room, state: FairState, stored: Mapping[str, Any]) -> li
     open_roll = state.open.get(stored.get("pending", 0))
     if open_roll is None or open_roll.commit != stored.get("commit") or open_roll.made is not None:
         return []
-    for participant, value in stored.get("values", {}).items():
-        if participant in open_roll.asked:
-            open_roll.values.setdefault(participant, bytes(value))
+    _take_values(open_roll, stored)
     if len(open_roll.values) < len(open_roll.asked):
         return []
     return complete(room, state, open_roll.seq)
@@ -282,15 +283,15 @@ def complete(room: Room, state: FairState, seq: int, stored: Mapping[str, Any] |
     if open_roll.made is not None or known is None:
         return []
     if stored is not None:
-        for participant, value in stored.get("values", {}).items():
-            if participant in open_roll.asked:
-                open_roll.values.setdefault(participant, bytes(value))
+        _take_values(open_roll, stored)
     secret = state.seeds.secrets.get(open_roll.n)
     if secret is None:  # cannot happen while the open seed is held; refuse rather than roll unfairly
         return [Send(s, protocol.error_frame("internal", SEED_NOT_READY, rid)) for s, rid in open_roll.acks]
     frame, roller = open_roll.frame, open_roll.roller
-    fair, result = _result(room, roller, frame, open_roll.n, secret, seq, open_roll.nonce, open_roll.values)
-    made = room.make_roll(roller, frame, result, fair, [], open_roll.acks)
+    fair, result, intent = _result(
+        room, roller, frame, open_roll.n, secret, seq, open_roll.nonce, open_roll.values
+    )
+    made = room.make_roll(roller, frame, result, fair, [], open_roll.acks, intent=intent)
     appends = [action.pending for action in made if isinstance(action, Append)]
     if not appends:  # refused (the Fear it needs was spent meanwhile): it can never be made
         del state.open[seq]
@@ -305,15 +306,20 @@ def complete(room: Room, state: FairState, seq: int, stored: Mapping[str, Any] |
     return [*made, waited, missing, *prepare(room, state)]
 
 
-def stored(state: FairState, records: list[dict[str, Any]], *, own: bool, limits: Limits) -> list[Action]:
-    """Records now stored (``own``: by this node's append, else by another node's): a roll naming a pending
-    closes its open roll here, its waiting rollers acked with it; a pending another node made is
-    completed here from the store should that node not make its roll."""
+def stored(
+    state: FairState, records: list[dict[str, Any]], committed: RoomState, *, own: bool, limits: Limits
+) -> list[Action]:
+    """Records now stored (``own``: by this node's append, else by another node's; ``committed`` folds
+    them): a roll naming a pending closes its open roll here, its waiting rollers acked with it, and what the
+    store kept for it goes (this node's own roll); a pending another node made is completed here from the
+    store should that node not make its roll."""
     actions: list[Action] = []
+    completed = False
     for record in records:
         kind = record["kind"]
         if kind == "roll" and isinstance(record.get("fair"), dict):
             seq = record["fair"].get("pending")
+            completed = completed or isinstance(seq, int)
             open_roll = state.open.pop(seq, None) if isinstance(seq, int) else None
             if open_roll is not None:
                 state.done(open_roll.seq, open_roll.asked, record["seq"])
@@ -322,6 +328,10 @@ def stored(state: FairState, records: list[dict[str, Any]], *, own: bool, limits
                 ]
         elif kind == "pending" and not own and record["seq"] not in state.open:
             actions.append(WaitWitnesses(record["seq"], limits.witness_wait_ms + TAKEOVER_MS))
+    if own and completed:
+        # Also what a lost race kept for a pending never stored: all up to here but the pendings still open.
+        keep = tuple((seq, known.commit) for seq, known in committed.pendings.items())
+        actions.append(RetireKept(committed.seq, keep))
     return actions
 
 
@@ -438,6 +448,13 @@ def prepare(room: Room, state: FairState) -> list[Action]:
     return [PrepareSeed(n) for n in state.seeds.missing(room.pending)]
 
 
+def _take_values(open_roll: OpenRoll, stored: Mapping[str, Any]) -> None:
+    """The values the store holds for ``open_roll`` from the witnesses it asked, beside those it has."""
+    for participant, value in stored.get("values", {}).items():
+        if participant in open_roll.asked:
+            open_roll.values.setdefault(participant, bytes(value))
+
+
 def _holding(room: Room, state: FairState) -> bool:
     """Whether a witnessed roll is open on the open seed (here, or another node's, as the log says)."""
     return bool(state.open) or any(seq not in state.refused for seq in room.pending.pendings)
@@ -474,16 +491,18 @@ def _result(
     pending: int | None,
     nonce: bytes | None,
     values: Mapping[str, bytes],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A roll's ``fair`` map and result, from seed ``n`` and what was contributed to it."""
+) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """A roll's ``fair`` map and result, from seed ``n`` and what was contributed to it, and its intent as
+    an event holds it (the transcript's, which the roll's record takes as it is)."""
     witnessed = pending is not None
     roller_seed = None if witnessed else frame.seed
+    intent = protocol.event_values(frame.intent)
     roll_script = fairness.transcript(
         room=room.id,
         n=n,
         roller=session.id,
         visibility=frame.visibility,
-        intent=protocol.event_values(frame.intent),
+        intent=intent,
         label=frame.label,
         seed=roller_seed,
         pending=pending,
@@ -492,4 +511,4 @@ def _result(
     )
     dice = fairness.dice(secret, roll_script)
     result = rules.resolve(frame.intent, rng=dice)
-    return fairness.fair_map(roll_script, dice.draws), result
+    return fairness.fair_map(roll_script, dice.draws), result, intent

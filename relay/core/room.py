@@ -258,9 +258,12 @@ class Room:
         fair_map: dict[str, Any] | None,
         before: list[dict[str, Any]],
         acks: list[tuple[Session, str]],
+        *,
+        intent: Any = None,
     ) -> list[Action]:
         """Store a resolved roll (after ``before``, the seed events a fair roll appends first) and its
-        resource changes, acknowledged to ``acks`` once stored; or refuse it to them all."""
+        resource changes, acknowledged to ``acks`` once stored; or refuse it to them all. ``intent``: the
+        frame's intent as an event holds it, when the caller made it already (a fair roll's transcript)."""
         seq = self.pending.seq + 1 + len(before)
         try:
             changes = self._effects(result, session.id)
@@ -275,7 +278,7 @@ class Room:
             session.member,
             visibility=frame.visibility,
             label=frame.label,
-            intent=protocol.event_values(frame.intent),
+            intent=protocol.event_values(frame.intent) if intent is None else intent,
             result=wire,
             request=frame.id,
         )
@@ -417,7 +420,7 @@ class Room:
         if pending.effects:
             actions.extend(pending.effects)
         if self.fair is not None:
-            actions += fair.stored(self.fair, pending.records, own=True, limits=self.limits)
+            actions += fair.stored(self.fair, pending.records, self.committed, own=True, limits=self.limits)
         return actions
 
     def failed_append(self, pending: Pending, conflict: bool, *, full: bool = False) -> list[Action]:
@@ -463,7 +466,7 @@ class Room:
             # What this node does with its own sockets, as the node that stored it did.
             actions.extend(membership.effects_of(record))
         if self.fair is not None:
-            actions += fair.stored(self.fair, list(records), own=False, limits=self.limits)
+            actions += fair.stored(self.fair, list(records), self.committed, own=False, limits=self.limits)
         return actions
 
     def settle_presence(self, members: Sequence[Member]) -> Pending | None:

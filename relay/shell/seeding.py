@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from relay.core import fair
-from relay.core.actions import Action, KeepWitness, WaitWitnesses
+from relay.core.actions import Action, KeepWitness, RetireKept, WaitWitnesses
 from relay.core.fairness import SEED_BYTES
 from relay.core.state import RoomState
 from relay.settings.logs import get_logger
@@ -128,23 +128,15 @@ class Preparer:
 
         self._spawn(store())
 
-    def retire(self, handle: RoomHandle, records: list[dict[str, Any]]) -> None:
-        """A roll completing a pending is stored: what was kept for it (and for pendings that never were
-        stored, a lost race's) is no longer needed."""
-        if not any(
-            r["kind"] == "roll" and isinstance(r.get("fair"), dict) and r["fair"].get("pending")
-            for r in records
-        ):
-            return
-        state = handle.room.committed
-        # Both taken now: the state moves on while the store is asked, and a pending stored meanwhile is open.
-        upto, keep = state.seq, [(seq, known.commit) for seq, known in state.pendings.items()]
+    def retire(self, handle: RoomHandle, action: RetireKept) -> None:
+        """Forget what the store kept for pendings whose rolls are stored (``relay.core.fair.stored``)."""
+        room_id = handle.room.id
 
         async def retire() -> None:
             try:
-                await self.log.retire_kept(handle.room.id, upto, keep)
+                await self.log.retire_kept(room_id, action.upto, action.keep)
             except Exception as exc:  # kept a while longer: the next roll's retiring takes it
-                logger.warning("kept_not_retired", room=handle.room.id, error=type(exc).__name__)
+                logger.warning("kept_not_retired", room=room_id, error=type(exc).__name__)
 
         self._spawn(retire())
 

@@ -32,6 +32,7 @@ from relay.core.actions import (
     Pending,
     PrepareSeed,
     Refused,
+    RetireKept,
     Send,
     Session,
     WaitWitnesses,
@@ -215,8 +216,6 @@ class Relay:
             self.execute(handle, handle.room.committed_append(pending))
         except Exception:
             logger.exception("commit_delivery_failed", room=handle.room.id, seq=pending.last)
-        if handle.room.fair is not None:
-            self.seeds.retire(handle, pending.records)
         elapsed = time.perf_counter() - pending.started
         self.metrics.fanout.observe(elapsed)
         debug = debug_enabled()  # the per-event lines' values are not even built at info level
@@ -296,6 +295,8 @@ class Relay:
                 self.seeds.wait(handle, action, self.execute)
             elif isinstance(action, KeepWitness):
                 self.seeds.keep(handle, action, self.execute)
+            elif isinstance(action, RetireKept):
+                self.seeds.retire(handle, action)
             elif isinstance(action, Measure):
                 self.metrics.measure(action.name, action.value)
             else:  # a campaign-management effect (rare): relay.shell.campaign_io

@@ -266,6 +266,11 @@ def _kept_row(conn: sqlite3.Connection, room: str, pending: int, commit: str) ->
     return kept if kept is not None and kept.get("commit") == commit else None
 
 
+def _put_kept_row(conn: sqlite3.Connection, room: str, pending: int, kept: Record) -> None:
+    row = (encode_record(kept), room, pending)
+    conn.execute("UPDATE pendings SET data = ? WHERE room = ? AND pending = ?", row)
+
+
 def keep_witness_sync(
     conn: sqlite3.Connection, room: str, pending: int, commit: str, participant: str, value: bytes
 ) -> str:
@@ -275,10 +280,7 @@ def keep_witness_sync(
             return "missing"
         outcome = witness_into(kept, participant, value)
         if outcome == "stored":
-            conn.execute(
-                "UPDATE pendings SET data = ? WHERE room = ? AND pending = ?",
-                (encode_record(kept), room, pending),
-            )
+            _put_kept_row(conn, room, pending, kept)
     return outcome
 
 
@@ -287,10 +289,7 @@ def close_pending_sync(conn: sqlite3.Connection, room: str, pending: int, commit
         kept = _kept_row(conn, room, pending, commit)
         if kept is not None and not kept.get("closed"):
             kept["closed"] = True
-            conn.execute(
-                "UPDATE pendings SET data = ? WHERE room = ? AND pending = ?",
-                (encode_record(kept), room, pending),
-            )
+            _put_kept_row(conn, room, pending, kept)
     return kept
 
 
