@@ -70,14 +70,12 @@ class Buckets:
         """Each presence key (a node run and room) with the participants it lists."""
         return {k: set(json.loads(e.value or b"[]")) for k, e in (await self._entries(self.board)).items()}
 
-    async def beats(self) -> dict[str, int]:
-        """Each live run's heartbeat count so far (its key's revision: one put per pass of its loop)."""
-        return {k: int(e.revision or 0) for k, e in (await self._entries(self.nodes)).items()}
+    async def passes(self) -> dict[str, int]:
+        """Each live run's clear-up passes finished so far (its heartbeat's value)."""
+        return {k: int(e.value or b"0") for k, e in (await self._entries(self.nodes)).items()}
 
     async def until(self, condition: Callable[[], Awaitable[bool]], what: str) -> None:
-        """Read ``condition`` again every half second until it holds (GUARD against a hang). Each read lists
-        a bucket's keys through a consumer of its own: read more often, on a loaded machine, it took the
-        time the nodes' heartbeats needed (a live node was taken for dead in two clean-clone runs)."""
+        """Read ``condition`` again every half second until it holds (GUARD against a hang)."""
         for _ in range(int(GUARD * 2)):
             if await condition():
                 return
@@ -85,12 +83,12 @@ class Buckets:
         raise AssertionError(f"never: {what}")
 
     async def passes_after_now(self) -> None:
-        """Until every live run has begun a pass of its loop (heartbeat, look, clear up) after this call
-        and finished it: its heartbeat counted twice more."""
-        now = await self.beats()
+        """Until every live run has begun a clear-up pass after this call and finished it: its count of
+        passes two more."""
+        now = await self.passes()
 
         async def done() -> bool:
-            later = await self.beats()
+            later = await self.passes()
             return all(later.get(run, 0) >= beat + 2 for run, beat in now.items() if run in later)
 
         await self.until(done, "every live node ran a pass of its loop")

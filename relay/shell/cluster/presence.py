@@ -6,7 +6,9 @@ listed on every other node, in member lists and fresh welcomes, for good. So eac
 holds, in two key-value buckets, and the survivors clear up after a node that stopped publishing:
 
 - ``tablerelay_nodes`` (every key expires ``EXPIRY`` seconds after its last put): one key per running node,
-  ``<node>.<run>``, put every ``BEAT`` seconds. A run whose key has expired is dead.
+  ``<node>.<run>``, put every ``BEAT`` seconds by a task that does nothing else, so a long clear-up pass
+  cannot starve it; its value counts the run's finished clear-up passes. A run whose key is missing from
+  two looks in a row (one missed look can be a late put on a loaded machine) is dead.
 - ``tablerelay_presence``: one key per node run and room, ``<node>.<run>.<room>``, holding the ids of the
   participants with a socket on that run in that room (JSON); put when that set changes, removed when empty.
 
@@ -99,6 +101,8 @@ class Presence:
         self._wake = asyncio.Event()
         self._seen: set[str] = set()  # runs seen alive
         self._suspects: set[str] = set()  # dead runs whose keys may remain
+        self._missing: set[str] = set()  # runs the last look missed: dead if the next one misses them too
+        self.passes = 0  # clear-up passes finished, published as the heartbeat's value
         self._live: set[str] = set()
         self._scanned = -FULL_SCAN
         self._tasks: list[asyncio.Task[None]] = []
@@ -118,7 +122,11 @@ class Presence:
         await patiently(set_up)
         await patiently(self.witnesses.start)
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._publish()), loop.create_task(self._beat())]
+        self._tasks = [
+            loop.create_task(self._publish()),
+            loop.create_task(self._heartbeat()),
+            loop.create_task(self._tend()),
+        ]
         logger.info("presence_started", run=self.me)
 
     async def close(self) -> None:
@@ -183,19 +191,32 @@ class Presence:
 
     # -- heartbeat and the janitor -----------------------------------------------------------------------
 
-    async def _beat(self) -> None:
+    async def _heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            try:
+                assert self.nodes is not None
+                await self.nodes.put(self.me, str(self.passes).encode())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("presence_beat_failed", error=type(exc).__name__)
+            # At a fixed rate: a slow put does not push the next one later.
+            await asyncio.sleep(max(0.0, BEAT - (loop.time() - started)))
+
+    async def _tend(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                assert self.nodes is not None
-                await self.nodes.put(self.me, b"1")
                 await self._look(loop.time())
                 if not self.relay.stopping:  # while its sockets close, no rooms are loaded to store leaves
                     await self._clear_suspects(everyone=self._janitor())
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.warning("presence_beat_failed", error=type(exc).__name__)
+                logger.warning("presence_pass_failed", error=type(exc).__name__)
+            self.passes += 1
             await asyncio.sleep(BEAT)
 
     def _own_earlier(self, run: str) -> bool:
@@ -205,14 +226,18 @@ class Presence:
         """Which runs are alive, and which dead ones may have left keys."""
         live = owners(await bucket_subjects(self.js, NODES_BUCKET), NODES_BUCKET, 2)
         live = {run for run in live if not self._own_earlier(run)} | {self.me}
-        self._suspects |= self._seen - live
-        self._seen |= live
-        self._live = live
-        self.witnesses.prune(live)
+        absent = (self._seen | self._missing) - live
         if now - self._scanned >= FULL_SCAN:
             self._scanned = now
             listed = owners(await bucket_subjects(self.js, PRESENCE_BUCKET), PRESENCE_BUCKET, 3)
-            self._suspects |= listed - live
+            absent |= listed - live
+        # A run of this node's own name is gone for sure; another is dead once two looks in a row miss it.
+        dead = {run for run in absent if run in self._missing or self._own_earlier(run)}
+        self._suspects |= dead
+        self._missing = absent - dead
+        self._seen = (self._seen | live) - dead
+        self._live = live
+        self.witnesses.prune(live | self._missing)
 
     def _janitor(self) -> bool:
         return min(self._live) == self.me
