@@ -255,6 +255,9 @@ export interface PendingEvent extends EventBase {
   asked: string[];
   /** Hex SHA-256 binding its intent and label to a secret nonce the roll reveals. */
   commit: string;
+  /** What its roll will spend (a tablerelay addition), held from every other spend until the roll is made:
+   * Fear, or the roller's Hope. Absent when it spends nothing. */
+  holds?: { fear?: Int; hope?: Int };
 }
 
 /** A fairness alarm: a seed reveal that does not match its commitment, a roll that fails its check, a roll

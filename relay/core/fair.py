@@ -91,8 +91,8 @@ class FairState:
         self.elsewhere: dict[str, set[str]] = {}
         # Completed pendings -> who was asked, and the seq of the roll that completed it (None: refused).
         self.recent: dict[int, tuple[tuple[str, ...], int | None]] = {}
-        # Pendings that will get no roll: refused (not enough Fear), or nothing kept to make it (a log
-        # written before secrets were kept). They hold neither the seed nor their roller.
+        # Pendings that will get no roll: refused (what they held went another way), or nothing kept to make
+        # it (a log written before secrets were kept). They hold neither the seed, their roller nor resources.
         self.refused: set[int] = set()
 
     def joined(self, session: Session, witness: bool) -> None:
@@ -154,6 +154,8 @@ class Room(Protocol):
         intent: Any = None,
     ) -> list[Action]: ...
 
+    def hold(self, result: Mapping[str, Any], roller: str) -> dict[str, int]: ...
+
 
 def _error(session: Session, code: str, message: str, request_id: str | None) -> list[Action]:
     return [Send(session, protocol.error_frame(code, message, request_id))]
@@ -186,8 +188,9 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         fair, result, intent = _result(room, session, frame, n, secret, None, nonce, {})
         made = room.make_roll(session, frame, result, fair, before, [(session, frame.id)], intent=intent)
         return made + prepare(room, state)
-    # The intent is checked now, so a bad one is refused before anyone is asked to witness it.
-    rules.resolve(frame.intent, rng=KeyedDice(bytes(32)))
+    # The intent is checked now, so a bad one is refused before anyone is asked to witness it; what its roll
+    # will spend is held from the pending on (the event's ``holds``, folded), so that roll can always be made.
+    holds = room.hold(rules.resolve(frame.intent, rng=KeyedDice(bytes(32))), session.id)
     nonce = room.draw_nonce()
     seq = room.pending.seq + 1 + len(before)
     commit = fairness.pending_commit(protocol.event_values(frame.intent), frame.label, nonce)
@@ -195,6 +198,8 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         seq, "pending", session.member, roller=session.id, n=n, asked=list(asked), commit=commit
     )
     pending["visibility"] = frame.visibility
+    if holds:
+        pending["holds"] = holds
     open_roll = OpenRoll(
         seq, session, frame, n, nonce, asked, commit, pending["ts"], acks=[(session, frame.id)]
     )
@@ -293,7 +298,7 @@ def complete(room: Room, state: FairState, seq: int, stored: Mapping[str, Any] |
     )
     made = room.make_roll(roller, frame, result, fair, [], open_roll.acks, intent=intent)
     appends = [action.pending for action in made if isinstance(action, Append)]
-    if not appends:  # refused (the Fear it needs was spent meanwhile): it can never be made
+    if not appends:  # refused: what it held went another way (its roller removed or merged): never made
         del state.open[seq]
         state.refused.add(seq)
         state.done(seq, open_roll.asked)

@@ -79,6 +79,13 @@ def _map(value: Any) -> str | None:
     return None if isinstance(value, dict) and all(isinstance(k, str) for k in value) else "is not a map"
 
 
+def _holds(value: Any) -> str | None:
+    ok = isinstance(value, dict) and all(
+        k in ("fear", "hope") and _count(v) is None for k, v in value.items()
+    )
+    return None if ok else "is not a map of Fear and Hope to whole numbers"
+
+
 def _member(value: Any) -> str | None:
     if not isinstance(value, dict):
         return "is not a participant (a map of id, name and role)"
@@ -159,6 +166,8 @@ def check(record: Mapping[str, Any]) -> None:
         _field(record, "nonce", _nonce)
     elif kind == "resource" and record["name"] == "hope":
         _field(record, "participant", _id)
+    elif kind == "pending":
+        _field(record, "holds", _holds, optional=True)
     if kind not in ("roll", "pending") and record["visibility"] != "public":
         raise RecordError(f"a {kind} event is public, not {record['visibility']!r}")
 

@@ -31,7 +31,7 @@ from relay.core.actions import Action, Append, Broadcast, Pending, Refused, Send
 from relay.core.claims import Claims
 from relay.core.info import RoomInfo
 from relay.core.seeds import RoomSeeds
-from relay.core.state import Member, RoomState
+from relay.core.state import Member, RoomState, spending
 from relay.settings.config import Limits
 from rules.errors import RulesError
 
@@ -248,6 +248,8 @@ class Room:
             result = self._resolve(frame.intent)
         except RulesError as exc:
             return _error(session, "bad_intent", exc.message, frame.id)
+        except _Insufficient as exc:  # a witnessed roll that cannot hold what it will spend (``hold``)
+            return _error(session, "insufficient", str(exc), frame.id)
         return self.make_roll(session, frame, result, None, [], [(session, frame.id)])
 
     def make_roll(
@@ -265,8 +267,9 @@ class Room:
         resource changes, acknowledged to ``acks`` once stored; or refuse it to them all. ``intent``: the
         frame's intent as an event holds it, when the caller made it already (a fair roll's transcript)."""
         seq = self.pending.seq + 1 + len(before)
+        completes = fair_map.get("pending") if fair_map is not None else None
         try:
-            changes = self._effects(result, session.id)
+            changes = self._effects(result, session.id, completes)
         except _Insufficient as exc:
             return [Send(s, protocol.error_frame("insufficient", str(exc), rid)) for s, rid in acks]
         # Events hold no floats (spec/signing.md): a fraction from a dice formula becomes a decimal string,
@@ -304,11 +307,14 @@ class Room:
         and what the store holds for it (``stored``: relay.core.fair.complete)."""
         return [] if self.fair is None else fair.complete(self, self.fair, pending_seq, stored)
 
-    def _effects(self, result: Mapping[str, Any], roller: str) -> list[tuple[str, str | None, int, int]]:
+    def _effects(
+        self, result: Mapping[str, Any], roller: str, completes: int | None = None
+    ) -> list[tuple[str, str | None, int, int]]:
         """A result's resource changes, checked against ``pending``: (name, participant, delta, value).
 
         ``requires`` must be available before the roll; each effect then moves its resource, gains
-        stopping at the room's maximum and a spend below zero refusing the whole roll.
+        stopping at the room's maximum and a spend of more than is free (``_afford``; ``completes``: the
+        pending this roll makes, whose hold is its own) refusing the whole roll.
         """
         values = {"fear": self.pending.fear, "hope": self.pending.hope.get(roller, 0)}
         maxima = {"fear": self.info.fear_max, "hope": self.info.hope_max}
@@ -316,20 +322,42 @@ class Room:
         for name, amount in requires.items():
             if name not in values:
                 raise ValueError(f"the rules asked for an unknown resource {name!r}")
-            if values[name] < amount:
-                raise _Insufficient(_shortfall(name, amount, values[name]))
+            self._afford(name, roller, amount, values[name], completes)
         changes: list[tuple[str, str | None, int, int]] = []
         for effect in result.get("effects") or ():
             name, delta = effect["resource"], effect["delta"]
             if name not in values:
                 raise ValueError(f"the rules asked for an unknown resource {name!r}")
             before = values[name]
-            if before + delta < 0:
-                raise _Insufficient(_shortfall(name, -delta, before))
+            if delta < 0:
+                self._afford(name, roller, -delta, before, completes)
             after = min(maxima[name], before + delta)
             values[name] = after
             changes.append((name, roller if name == "hope" else None, after - before, after))
         return changes
+
+    def hold(self, result: Mapping[str, Any], roller: str) -> dict[str, int]:
+        """What a witnessed roll whose intent resolves to ``result`` holds while it waits for its witnesses
+        (``relay.core.state.spending``); ``_Insufficient`` when that much is not free now: the roll is refused
+        before its pending is stored, as an unwitnessed one would be."""
+        holds = spending(result)
+        for name, amount in holds.items():
+            have = self.pending.fear if name == "fear" else self.pending.hope.get(roller, 0)
+            self._afford(name, roller, amount, have)
+        return holds
+
+    def _afford(
+        self, name: str, who: str | None, amount: int, have: int, completes: int | None = None
+    ) -> None:
+        """``_Insufficient`` unless ``amount`` of ``have`` (Fear, or ``who``'s Hope) is free: the open
+        witnessed rolls hold what their rolls will spend (but ``completes``, the one this roll makes). The one
+        place that decides whether a spend can be paid."""
+        if amount <= 0 or self.fair is None or not self.pending.pendings:
+            held = 0  # without fair dice no pending's roll is ever made, so none holds anything
+        else:  # a refused pending (relay.core.fair.complete) gets no roll either: what it held is free
+            held = self.pending.held(name, who, self.fair.refused, completes)
+        if have - held < amount:
+            raise _Insufficient(_shortfall(name, amount, max(0, have - held), held))
 
     def _reveal(self, session: Session, frame: protocol.Reveal) -> list[Action]:
         if session.role == "spectator":
@@ -389,14 +417,14 @@ class Room:
             current, maximum, label = self.pending.hope.get(participant, 0), self.info.hope_max, "Hope"
         if frame.op == "gain":
             value = min(maximum, current + frame.n)
-        elif frame.op == "spend":
-            if frame.n > current:
-                return _error(session, "insufficient", _shortfall(frame.name, frame.n, current), frame.id)
-            value = current - frame.n
+        elif frame.op == "set" and frame.n > maximum:
+            return _error(session, "bad_frame", f"{label} can be set from 0 to {maximum}.", frame.id)
         else:
-            if frame.n > maximum:
-                return _error(session, "bad_frame", f"{label} can be set from 0 to {maximum}.", frame.id)
-            value = frame.n
+            value = current - frame.n if frame.op == "spend" else frame.n
+            try:  # a set lower spends the difference: neither may take what waiting rolls hold
+                self._afford(frame.name, participant, current - value, current)
+            except _Insufficient as exc:
+                return _error(session, "insufficient", str(exc), frame.id)
         fields: dict[str, Any] = {"name": frame.name, "delta": value - current, "value": value, "cause": None}
         if participant is not None and frame.name == "hope":
             fields["participant"] = participant
@@ -561,6 +589,9 @@ class _Insufficient(Exception):
     pass
 
 
-def _shortfall(name: str, wanted: int, have: int) -> str:
+def _shortfall(name: str, wanted: int, have: int, held: int = 0) -> str:
     label = "Fear" if name == "fear" else "Hope"
-    return f"This needs {wanted} {label} but only {have} is available."
+    message = f"This needs {wanted} {label} but only {have} is available."
+    if held:
+        message += f" ({held} more is held by rolls waiting for their witnesses.)"
+    return message

@@ -7,7 +7,7 @@ rebuilds exactly the state the server had. Records are plain dicts (see ``relay.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,10 @@ class OpenPending:
     asked: tuple[str, ...]
     commit: str
     ts: int
+    # What its roll will spend (the event's ``holds``: Fear, and the roller's Hope), held from every other
+    # spend until the roll is made, so the roll that ends its wait can always be paid.
+    fear: int = 0
+    hope: int = 0
 
 
 @dataclass
@@ -180,8 +184,15 @@ class RoomState:
             self.seed_commits[record["n"]] = record["commit"]
             self.seed_opened, self.seed_rolls = record["ts"], 0
         elif kind == "pending":  # a witnessed roll's announcement (spec/fairness.md)
-            asked = tuple(record["asked"])
-            self.pendings[seq] = OpenPending(record["roller"], asked, record["commit"], record["ts"])
+            asked, holds = tuple(record["asked"]), record.get("holds") or {}
+            self.pendings[seq] = OpenPending(
+                record["roller"],
+                asked,
+                record["commit"],
+                record["ts"],
+                holds.get("fear", 0),
+                holds.get("hope", 0),
+            )
         elif kind == "seed_reveal":
             if not self.seed_open or record["n"] != self.seed_n:
                 raise FoldError(f"seed {record['n']} revealed at {seq}, but the open seed is {self.seed_n}")
@@ -290,6 +301,16 @@ class RoomState:
         seen = None if ids is None else ids.get(request)
         return None if seen is None else seen[0]
 
+    def held(self, name: str, who: str | None, skip: Container[int] = (), also: int | None = None) -> int:
+        """How much of Fear (``name`` "fear") or of ``who``'s Hope the open pendings hold for their rolls, but
+        those in ``skip`` and ``also``. Folded from the pending events, so a restarted node and every node
+        of a cluster hold the same."""
+        total = 0
+        for seq, pending in self.pendings.items():
+            if seq not in skip and seq != also:
+                total += pending.fear if name == "fear" else pending.hope if pending.roller == who else 0
+        return total
+
     def gm_ids(self) -> list[str]:
         return [m.id for m in self.participants.values() if m.role == "gm"]
 
@@ -299,6 +320,24 @@ class RoomState:
             "hope": dict(self.hope),
             "members": [m.wire() for m in self.members.values()],
         }
+
+
+def spending(result: Mapping[str, Any]) -> dict[str, int]:
+    """The most a roll with rules result ``result`` can need of each resource, by name: its ``requires``, or
+    what its effects spend when that is more. What a witnessed roll holds while it waits (a pending event's
+    ``holds``): the rules' spends follow from the intent alone, and their gains, which depend on the dice,
+    only ever add, so the roll that ends the wait can be paid whoever spends meanwhile."""
+    needs: dict[str, int] = dict(result.get("requires") or {})
+    spent: dict[str, int] = {}
+    for effect in result.get("effects") or ():
+        if effect["delta"] < 0:
+            spent[effect["resource"]] = spent.get(effect["resource"], 0) - effect["delta"]
+    for name, amount in spent.items():
+        needs[name] = max(needs.get(name, 0), amount)
+    for name in needs:
+        if name not in ("fear", "hope"):
+            raise ValueError(f"the rules asked for an unknown resource {name!r}")
+    return {name: amount for name, amount in sorted(needs.items()) if amount > 0}
 
 
 def _forget_old_ids(ids: dict[str, tuple[int, int]], before: int) -> None:

@@ -148,6 +148,9 @@ def _fill(frame: dict[str, Any], record: Mapping[str, Any], form: str, state: Ro
     elif kind in SEED_FIELDS:
         for key in SEED_FIELDS[kind]:
             frame[key] = record[key]
+        # A pending whose roll will spend: what it holds until then (docs/fairness.md, a tablerelay addition).
+        if "holds" in record:
+            frame["holds"] = record["holds"]
     else:
         for key in CAMPAIGN_FIELDS.get(kind, ()):
             frame[key] = record[key]

@@ -161,3 +161,30 @@ async def test_a_roll_is_made_once_every_witness_has_answered_through_another_no
     assert made["t"] == "ack", made
     event = await gm.event(made["seq"])
     assert event["fair"]["witnesses"] == sorted([[ana.id, b"a" * 16], [bo.id, b"b" * 16]])
+
+
+async def test_the_fear_a_pending_holds_on_one_node_is_not_spent_through_another(
+    nats: NatsCluster, nodes_factory: Callable[..., Nodes], clients: Any
+) -> None:
+    """docs/fairness.md, "A witnessed roll holds what it will spend": node B folds the hold from the log."""
+    nodes = nodes_factory(nats, **FAIR, TABLERELAY_WITNESS_WAIT_MS="600000")
+    a, b = nodes.nodes
+    room = await nodes.acreate_room("Held across nodes")
+    gm = await clients.join(a.url, room.gm, "gm-a")
+    ana = await witness_client(clients, a, room.player, "ana-a")
+    gm_b = await clients.join(b.url, room.gm, "gm-b")
+    assert (await gm.request({"t": "resource", "name": "fear", "op": "set", "n": 1}))["t"] == "ack"
+    attack = {"system": "daggerheart.attack", "modifier": 1, "experience": 2, "spend_fear": True}
+    await gm.send({"t": "roll", "id": "atk", "intent": attack, "visibility": "public"})
+    pending = await gm_b.next("event", kind="pending")  # node B has folded it
+    assert pending["holds"] == {"fear": 1}, pending
+    spend = await gm_b.request({"t": "resource", "name": "fear", "op": "spend", "n": 1})
+    assert (spend["t"], spend.get("code")) == ("error", "insufficient"), spend
+    answer = await ana.request({"t": "witness", "pending": pending["seq"], "value": b"a" * 16})
+    assert answer["t"] == "ack", answer
+    made = await gm.answer("atk")
+    assert made["t"] == "ack", made
+    spent = await gm_b.next("event", kind="resource", where=lambda f: f.get("cause") == made["seq"])
+    assert (spent["delta"], spent["value"]) == (-1, 0), "the roll spent it, once"
+    records = await stored(nats.store, room.id)
+    assert [r["delta"] for r in records if r["kind"] == "resource" and r["delta"] < 0] == [-1]
