@@ -4,6 +4,9 @@ Nothing here imports the server or the rules core: the canonical encoding is the
 ``tests/spec_signing.py``, and the rest is stdlib ``hashlib`` and ``hmac`` as the spec words it. It cannot
 run the rules core, so it checks everything of a roll but that its result follows from its draws: the
 commits, the seed's place in the log, the pending, and every draw recomputed from the seed and transcript.
+It holds the relay to the spec and to the relay's two documented differences from it that a verifier sees
+(docs/fairness.md): the server's nonce of a roll with nothing else to vary it, and a seed abandoned unrevealed
+when the next one is committed while it is open (a room moved without its secret).
 """
 
 from __future__ import annotations
@@ -86,12 +89,15 @@ def verdicts(events: Iterable[Mapping[str, Any]], room: str) -> dict[int, str]:
     out: dict[int, str] = {}
     commit_at: dict[int, int] = {}
     reveal_at: dict[int, int] = {}
+    abandoned_at: dict[int, int] = {}  # n -> the next seed's commit, made while n was open
     good_seed: dict[int, bytes] = {}
     last, open_ = 0, False
     for e in log:
         if e["kind"] == "seed_commit":
-            if open_ or e["n"] != last + 1 or e["n"] in commit_at:
+            if e["n"] != last + 1 or e["n"] in commit_at:
                 out[e["seq"]] = "failed"
+            elif open_:
+                abandoned_at[last] = e["seq"]  # docs/fairness.md, difference (7): its rolls await it for good
             if e["n"] not in commit_at:
                 commit_at[e["n"]], last, open_ = e["seq"], e["n"], True
         elif e["kind"] == "seed_reveal":
@@ -110,7 +116,7 @@ def verdicts(events: Iterable[Mapping[str, Any]], room: str) -> dict[int, str]:
     used: set[int] = set()
     for e in log:
         if e["kind"] == "roll":
-            out[e["seq"]] = _roll(e, room, by_seq, commit_at, reveal_at, good_seed, used)
+            out[e["seq"]] = _roll(e, room, by_seq, (commit_at, reveal_at, abandoned_at), good_seed, used)
     named = {
         e["fair"].get("pending") for e in log if e["kind"] == "roll" and isinstance(e.get("fair"), Mapping)
     }
@@ -128,19 +134,19 @@ def _roll(
     e: Mapping[str, Any],
     room: str,
     by_seq: Mapping[int, Mapping[str, Any]],
-    commit_at: Mapping[int, int],
-    reveal_at: Mapping[int, int],
+    seed_events: tuple[Mapping[int, int], Mapping[int, int], Mapping[int, int]],
     good_seed: Mapping[int, bytes],
     used: set[int],
 ) -> str:
+    commit_at, reveal_at, abandoned_at = seed_events
     fair = e.get("fair")
     if fair is None and "fair" not in e and not any(at < e["seq"] for at in commit_at.values()):
         return "unwitnessed"  # a roll from before the room's first seed: docs/fairness.md, difference (6)
     if not isinstance(fair, Mapping):
         return "failed"
     seq, n, p, roller = e["seq"], fair["n"], fair["pending"], e["actor"]["id"]
-    # The seed open when the roll was made: committed before it, not revealed before it.
-    if commit_at.get(n, seq + 1) > seq or reveal_at.get(n, seq + 1) < seq:
+    # The seed open when the roll was made: committed before it, neither revealed nor abandoned before it.
+    if commit_at.get(n, seq + 1) > seq or min(reveal_at.get(n, seq + 1), abandoned_at.get(n, seq + 1)) < seq:
         return "failed"
     witnesses = fair["witnesses"]
     ids = [pid.encode() for pid, _ in witnesses]

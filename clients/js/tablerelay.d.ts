@@ -132,7 +132,8 @@ export interface SealedFairMap {
 /** Added by the client to every roll that carries a `fair` map (none on a server without fair dice). */
 interface Judged {
   /**
-   * "awaiting seed" until the roll's dice seed is revealed; then "fair" (recomputed, and someone outside the
+   * "awaiting seed" until the roll's dice seed is revealed (for good when the seed was abandoned unrevealed:
+   * a room moved without its secret); then "fair" (recomputed, and someone outside the
    * server contributed: a player's roller seed or a witness), "unwitnessed" (recomputed, nobody outside
    * contributed) or "failed"; "sealed" for a hidden roll not revealed yet. Listen to "verdict" for changes.
    */

@@ -178,7 +178,9 @@ class RoomState:
         elif kind in CAMPAIGN_FIELDS:
             self._apply_campaign(kind, record)
         elif kind == "seed_commit":
-            if self.seed_open or record["n"] != self.seed_n + 1:
+            # The next seed committed while this one is open abandons it unrevealed: a room imported without
+            # its open seed's secret (docs/fairness.md, "Where this differs", (7)) cannot reveal it.
+            if record["n"] != self.seed_n + 1:
                 raise FoldError(f"seed {record['n']} committed at {seq} while seed {self.seed_n} is current")
             self.seed_n, self.seed_open = record["n"], True
             self.seed_commits[record["n"]] = record["commit"]

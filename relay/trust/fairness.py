@@ -149,6 +149,7 @@ class _Seeds:
     revealed: dict[int, int]  # n -> seq of its seed_reveal
     seeds: dict[int, bytes]  # n -> the revealed seed, when it matches its commit
     bad_reveal: dict[int, str]  # n -> why its reveal does not count
+    abandoned: dict[int, int]  # n -> seq of the next seed's commit, made while n was open (unrevealed)
 
 
 def verify_fair(events: Iterable[Mapping[str, Any]], room_id: str | None = None) -> dict[int, Verdict]:
@@ -222,7 +223,7 @@ def _count(event: Mapping[str, Any]) -> int:
 
 def _seed_events(log: Sequence[Mapping[str, Any]], room: str, out: dict[int, Verdict]) -> _Seeds:
     """Walk the seed events in order; a failure for each that breaks the sequence or its commit."""
-    found = _Seeds({}, {}, {}, {})
+    found = _Seeds({}, {}, {}, {}, {})
     commits: dict[int, str] = {}
     current, is_open = 0, False
     for event in log:
@@ -235,9 +236,13 @@ def _seed_events(log: Sequence[Mapping[str, Any]], room: str, out: dict[int, Ver
             continue
         if kind == "seed_commit":
             commit = event.get("commit")
-            if is_open or n != current + 1:
-                why = f"seed {current} is still open" if is_open else f"the seed before it was {current}"
-                out[seq] = Verdict(seq, FAILED, f"seed {n} is committed out of turn ({why})")
+            if n != current + 1:
+                why = f"seed {n} is committed out of turn (the seed before it was {current})"
+                out[seq] = Verdict(seq, FAILED, why)
+            elif is_open:
+                # Seed n - 1 is abandoned unrevealed, as a relay that imported the room without its secret
+                # must (docs/fairness.md, "Where this differs", (7)): its rolls stay awaiting their seed.
+                found.abandoned[current] = seq
             if n in found.committed:
                 continue  # the first commit of a number is the one that binds it
             found.committed[n], current, is_open = seq, n, True
@@ -318,6 +323,9 @@ def _check_seed_in_use(n: int, seq: int, pending: int | None, seeds: _Seeds) -> 
                 f"seed {n} was revealed at seq {revealed} while its pending at seq {pending} was open"
             )
         raise _Failure(f"it uses seed {n} after that seed's reveal at seq {revealed}")
+    abandoned = seeds.abandoned.get(n)
+    if abandoned is not None and abandoned < seq:
+        raise _Failure(f"it uses seed {n} after seed {n + 1} was committed at seq {abandoned}, abandoning it")
     if pending is not None and committed > pending:
         raise _Failure(f"its pending at seq {pending} came before seed {n} was committed")
 
@@ -397,6 +405,16 @@ def _check_stream(event: Mapping[str, Any], room: str, seed: bytes, draws: Seque
             raise _Failure(f"draw {i} is {value} on a d{faces}; the seed and transcript give {got}")
 
 
+def _unrevealed(n: int, seeds: _Seeds) -> str:
+    abandoned = seeds.abandoned.get(n)
+    if abandoned is None:
+        return f"seed {n} is not revealed yet"
+    return (
+        f"seed {n} was abandoned unrevealed (seed {n + 1} was committed at seq {abandoned} without its "
+        "reveal, as after a move without its secret): these dice cannot be checked"
+    )
+
+
 def _check_roll(
     event: Mapping[str, Any],
     room: str,
@@ -424,7 +442,7 @@ def _check_roll(
         raise _Failure(seeds.bad_reveal[n])
     seed = seeds.seeds.get(n)
     if seed is None:
-        return Verdict(seq, AWAITING, f"seed {n} is not revealed yet", count)
+        return Verdict(seq, AWAITING, _unrevealed(n, seeds), count)
     _check_stream(event, room, seed, draws)
     if outside_contribution(fair, actor["id"], actor.get("role") == "gm"):
         who = f"{count} witness value{'' if count == 1 else 's'}" if count else "the roller's seed"

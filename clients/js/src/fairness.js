@@ -215,6 +215,11 @@ export async function streamProblem(room, event, seed) {
   return null;
 }
 
+/** Why a roll on an abandoned seed awaits it for good. */
+function abandonedReason(n, at) {
+  return `its dice come from seed ${n}, which was abandoned unrevealed when seed ${n + 1} was committed (event ${at}): they cannot be checked`;
+}
+
 /**
  * What one client knows of a room's dice seeds, and the verdicts of the rolls it has seen. `TableRelay` feeds
  * it events in seq order; `check` gives each roll its verdict, `seedRevealed` the updates a reveal brings.
@@ -230,6 +235,7 @@ export class SeedBook {
     this.commits = new Map(); // n -> hex commitment
     this.reveals = new Map(); // n -> { seq, seed (when it matches its commit), problem? }
     this.awaiting = new Map(); // n -> Map(seq -> roll event), rolls whose seed is not revealed yet
+    this.abandoned = new Map(); // n -> seq of the next seed's commit, made while n was open and unrevealed
     this.latest = 0; // the highest seed number known committed
     this.failures = new Map(); // seq -> why, for failures found outside the seed checks (a dropped roller seed)
   }
@@ -260,8 +266,17 @@ export class SeedBook {
     return null;
   }
 
-  /** A `seed_commit` event. Returns an alarm sentence, or null. */
+  /**
+   * A `seed_commit` event. Returns an alarm sentence, or null. The next seed committed while this client knows
+   * the one before it open abandons that one unrevealed, as a relay must when a room came to it without the
+   * open seed's secret (docs/fairness.md, "Where this differs", (7)): its rolls stay "awaiting seed", no alarm.
+   */
   seedCommitted(event) {
+    const before = Number.isInteger(event.n) ? event.n - 1 : null;
+    if (before !== null && this.commits.has(before) && !this.reveals.has(before) && !this.abandoned.has(before)) {
+      this.abandoned.set(before, event.seq);
+      for (const roll of this.awaiting.get(before)?.values() ?? []) roll.verdictReason = abandonedReason(before, event.seq);
+    }
     return this._commit(event.n, event.commit, event.seq);
   }
 
@@ -316,12 +331,15 @@ export class SeedBook {
     const n = event.fair.n;
     const reveal = this.reveals.get(n);
     if (reveal && reveal.seq < seq) return set(VERDICTS.FAILED, `it uses seed ${n} after that seed's reveal (event ${reveal.seq})`);
+    const abandoned = this.abandoned.get(n);
+    if (abandoned !== undefined && abandoned < seq) return set(VERDICTS.FAILED, `it uses seed ${n} after seed ${n + 1} was committed (event ${abandoned}), abandoning it`);
     if (n > this.latest && this.latest > 0) return set(VERDICTS.FAILED, `it uses seed ${n}, which was never committed before it`);
     if (!full) return set(VERDICTS.SEALED, "a hidden roll, not revealed yet: its dice are checked when it is");
     if (!reveal) {
       let list = this.awaiting.get(n);
       if (!list) this.awaiting.set(n, (list = new Map()));
       list.set(seq, event);
+      if (abandoned !== undefined) return set(VERDICTS.AWAITING, abandonedReason(n, abandoned));
       const unseen = this.commits.has(n) ? "" : " (its commitment is older than what this client received)";
       return set(VERDICTS.AWAITING, `its dice come from seed ${n}, not revealed yet${unseen}`);
     }

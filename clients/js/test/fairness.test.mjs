@@ -108,6 +108,31 @@ describe("the seed book", () => {
     const changed = await book.seedRevealed("r1", { seq: 11, n: 2, seed });
     assert.equal(changed.alarm, null, "no commitment known for seed 2: nothing to hold it to");
   });
+
+  test("the next seed committed while one is open abandons it: its rolls await it for good, with no alarm", async () => {
+    // What a relay writes when it imports a room without the open seed's secret (docs/fairness.md, (7)).
+    const book = new SeedBook();
+    const seed2 = Uint8Array.from({ length: 32 }, (_, i) => i);
+    const roll = (seq, n) => ({ seq, kind: "roll", actor: { id: "p", role: "player" }, visibility: "public", label: null, intent: d20, fair: { n, seed: new Uint8Array(16), pending: null, nonce: null, witnesses: [], draws: [] } });
+    assert.equal(book.seedCommitted({ seq: 1, n: 1, commit: "ab".repeat(32) }), null);
+    const before = roll(2, 1);
+    assert.equal(await book.check("r1", before), null);
+    assert.equal(book.seedCommitted({ seq: 3, n: 2, commit: await seedCommit("r1", 2, seed2) }), null, "no alarm");
+    assert.equal(before.verdict, VERDICTS.AWAITING);
+    assert.match(before.verdictReason, /abandoned unrevealed when seed 2 was committed \(event 3\)/);
+    const judgedAfter = roll(1, 1); // seen later (a hidden roll's reveal), made before the abandonment
+    assert.equal(await book.check("r1", judgedAfter), null);
+    assert.match(judgedAfter.verdictReason, /abandoned unrevealed/);
+    const after = roll(4, 2);
+    assert.equal(await book.check("r1", after), null);
+    const { alarm, updated } = await book.seedRevealed("r1", { seq: 5, n: 2, seed: seed2 });
+    assert.equal(alarm, null);
+    assert.deepEqual(updated.map((r) => [r.seq, r.verdict]), [[4, VERDICTS.FAIR]]);
+    assert.equal(before.verdict, VERDICTS.AWAITING, "seed 1 is never revealed");
+    const late = roll(6, 1); // a relay rolling on the seed it abandoned
+    assert.match(await book.check("r1", late), /it uses seed 1 after seed 2 was committed \(event 3\), abandoning it/);
+    assert.equal(late.verdict, VERDICTS.FAILED);
+  });
 });
 
 describe("roller seeds", () => {

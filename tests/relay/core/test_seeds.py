@@ -44,7 +44,7 @@ def test_seeds_fold_in_order_and_the_open_one_is_known() -> None:
     "log",
     [
         [event(1, "seed_commit", n=2, commit=COMMIT)],  # not the next number
-        [event(1, "seed_commit", n=1, commit=COMMIT), event(2, "seed_commit", n=2, commit=COMMIT)],  # open
+        [event(1, "seed_commit", n=1, commit=COMMIT), event(2, "seed_commit", n=1, commit=COMMIT)],  # again
         [event(1, "seed_reveal", n=1, seed=SEED)],  # nothing open
         [event(1, "seed_commit", n=1, commit=COMMIT), event(2, "seed_reveal", n=2, seed=SEED)],  # another
     ],
@@ -52,6 +52,17 @@ def test_seeds_fold_in_order_and_the_open_one_is_known() -> None:
 def test_a_seed_out_of_turn_is_refused_by_the_fold(log: list[dict[str, Any]]) -> None:
     with pytest.raises(FoldError):
         fold(log)
+
+
+def test_the_next_seed_committed_while_one_is_open_abandons_it() -> None:
+    # Only an import of a room without its open seed's secret writes this (docs/fairness.md, (7)).
+    state = fold([event(1, "seed_commit", n=1, commit=COMMIT), event(2, "seed_commit", n=2, commit=COMMIT)])
+    assert (state.seed_n, state.seed_open, state.seed_opened, state.seed_commits[1]) == (
+        2,
+        True,
+        2000,
+        COMMIT,
+    )
 
 
 def test_rolls_on_a_seed_are_counted() -> None:
