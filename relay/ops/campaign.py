@@ -7,7 +7,8 @@
   last seq, and ``relay.core.records.checked_fold`` holds every record to what the server writes (its kind's
   fields, a hidden roll's seal opening to the roll, a reveal publishing that seal, epochs in spans, a roll
   that renders) and folds them as the server would. A room id that already exists is refused: nothing is
-  merged into or over an existing room.
+  merged into or over an existing room. The room's secrets, when the file carries them, are stored with it;
+  when it does not, its open dice seed is abandoned (``relay.ops.room_move``).
 - Archive appends an ``archive`` event, so the room is read-only wherever its log is read. With a server
   serving the data folder, the command asks that server over its WebSocket (as an operator with a GM
   token), since a second writer beside a running server would fight it over the next seq.
@@ -28,7 +29,8 @@ from typing import Any
 from relay.core import records
 from relay.core.formats import with_numbers
 from relay.core.info import RoomInfo
-from relay.ops import nats_campaign
+from relay.core.state import RoomState
+from relay.ops import nats_campaign, room_move
 from relay.ops.campaign_parts import OPERATOR, archive_record, confirm_delete, imported
 from relay.ops.console import InputError, command_config, export_file, fail, shown_date
 from relay.settings.config import ConfigError
@@ -55,12 +57,19 @@ def _cluster(config: Any) -> bool:
 # -- import ------------------------------------------------------------------------------------------------
 
 
-class ImportRefused(Exception):
-    """An export that cannot be imported; the message is a sentence for the operator."""
+ImportRefused = room_move.ImportRefused
 
 
 def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo, list[dict[str, Any]]]:
     """The room and its records from a stored export, once everything about them checks out."""
+    info, stored, _ = checked_room(export, keys)
+    return info, stored
+
+
+def checked_room(
+    export: exports.Export, keys: Any = None
+) -> tuple[RoomInfo, list[dict[str, Any]], RoomState]:
+    """``checked_records``, and the room they fold into."""
     if export.form != "stored":
         raise ImportRefused(
             "this is a public export (hidden rolls sealed, no nonces): only an export made with "
@@ -77,10 +86,10 @@ def checked_records(export: exports.Export, keys: Any = None) -> tuple[RoomInfo,
     # The numbers an export leaves out go back beside each roll with fractions, as the room keeps them.
     stored = [with_numbers({k: v for k, v in e.items() if k not in ("kid", "sig")}) for e in export.events]
     try:
-        records.checked_fold(stored)
+        state = records.checked_fold(stored)
     except records.RecordError as exc:
         raise ImportRefused(str(exc)) from exc
-    return info, stored
+    return info, stored, state
 
 
 def room_import_command(args: argparse.Namespace) -> int:
@@ -93,16 +102,26 @@ def room_import_command(args: argparse.Namespace) -> int:
     except InputError as exc:
         return fail(str(exc))
     try:
-        info, records = checked_records(exports.read(data), keys)
+        export = exports.read(data)
+        info, records, state = checked_room(export, keys)
+        move = room_move.planned(info, records, state, export.secrets)
     except exports.ExportError as exc:
         return fail(f"{args.file} is not a room export: {exc}.", 1)
     except ImportRefused as exc:
         return fail(f"{args.file} was not imported: {exc}.", 1)
     if _cluster(config):
-        return nats_campaign.import_room(config, args.file, info, records, args.keys)
+        return nats_campaign.import_room(config, args.file, records, args.keys, move)
+    seeds = move.seeds_to_store()
     with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
         try:
-            import_room_sync(conn, info, records, max_rooms=config.limits.max_rooms)
+            import_room_sync(
+                conn,
+                info,
+                [*records, *move.records(seeds)],
+                max_rooms=config.limits.max_rooms,
+                seeds=seeds,
+                kept=move.kept,
+            )
         except RoomExists:
             existing = get_room_sync(conn, info.id)
             when = shown_date(existing.created) if existing is not None else "?"
@@ -115,6 +134,9 @@ def room_import_command(args: argparse.Namespace) -> int:
         except RoomLimitReached as exc:
             return fail(str(exc), 1)
     print(imported(info, len(records), args.keys))
+    said = move.said()
+    if said:
+        print(said)
     return 0
 
 

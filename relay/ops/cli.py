@@ -74,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
         help="every event as stored, hidden rolls and their nonces included (a GM's backup; what "
         "'room import' takes): keep it private",
     )
+    export.add_argument(
+        "--with-secrets",
+        action="store_true",
+        help="with --stored: also the room's secret dice seeds and open witnessed rolls, as 'store copy' "
+        "carries them, so the importing relay rolls on from the open seed (without them it abandons it). "
+        "As sensitive as a backup: whoever holds the file knows the open seed",
+    )
     _place_options(export)
     _store_option(export)
 
@@ -82,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
         help="add a room from a stored export (checked first; an existing room id is refused)",
         description="Add the room a 'room export --stored' file holds, with its id, epoch and every "
         "event, after checking every signature, the seqs, each event's fields and the fold. Refuses a room "
-        "id that exists.",
+        "id that exists. A file made --with-secrets brings the room's dice seeds too; without them, the "
+        "room's open dice seed is abandoned (its rolls stay 'awaiting seed') and the next one committed.",
     )
     importing.add_argument("file", help="an export made with 'tablerelay room export ROOM --stored'")
     importing.add_argument("--keys", help="a JWK Set to trust instead of the keys in the file's header")

@@ -25,7 +25,6 @@ from relay.storage.sqlite.db import (
     create_room_sync,
     get_room_sync,
     list_rooms_sync,
-    read_sync,
     state_sync,
 )
 from relay.trust import signing, tokens
@@ -291,8 +290,14 @@ def key_rotate_command(args: argparse.Namespace) -> int:
 
 
 def room_export_command(args: argparse.Namespace) -> int:
+    from relay.ops import room_move
     from relay.storage import exports
 
+    stored = getattr(args, "stored", False)
+    with_secrets = getattr(args, "with_secrets", False)
+    if with_secrets and not stored:
+        # A public export is for anyone to read: it never holds a secret.
+        return fail("--with-secrets goes with --stored (the export 'room import' takes).")
     try:
         config = command_config(args, stored=True)
         keyring = signing.load_keyring(config.data, config.signing_key)
@@ -300,31 +305,23 @@ def room_export_command(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if stores.is_cluster(config):
         try:
-            found = stores.run_on(config, lambda log: stores.whole_room(log, args.room))
+            found = stores.run_on(config, lambda log: room_move.whole_room(log, args.room, with_secrets))
         except stores.StoreUnusable as exc:
             return fail(str(exc), 1)
         if found is None:
             return fail(f"there is no room {args.room!r} in the NATS store; see: tablerelay room list")
-        info, records = found
     else:
         with contextlib.closing(connect(config.db_path, config.synchronous)) as conn:
-            known = get_room_sync(conn, args.room)
-            if known is None:
-                return fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
-            info = known
-            records = []
-            while True:
-                chunk = read_sync(conn, info.id, len(records), 5000)
-                records.extend(chunk)
-                if len(chunk) < 5000:
-                    break
-    stored = getattr(args, "stored", False)
+            found = room_move.whole_room_sync(conn, args.room, with_secrets)
+        if found is None:
+            return fail(f"there is no room {args.room!r} in {config.db_path}; see: tablerelay room list")
+    info, records, secrets = found
     if stored:
         events = exports.stored_events(records, info, keyring)
     else:
         events = exports.public_events(records, info, keyring)
     last_seq = records[-1]["seq"] if records else 0
-    head = exports.header(info, keyring, last_seq, "stored" if stored else "public")
+    head = exports.header(info, keyring, last_seq, "stored" if stored else "public", secrets)
     if args.output and args.output != "-":
         try:
             with open(args.output, "wb") as out:
@@ -335,6 +332,12 @@ def room_export_command(args: argparse.Namespace) -> int:
     else:
         exports.write(sys.stdout.buffer, args.format, head, events)
         sys.stdout.flush()
+    if secrets is not None:
+        print(
+            f"The file holds room {info.id}'s secret dice seeds (its open seed among them, which nobody may "
+            "know before its reveal): keep it as private as a backup, and delete it once it is imported.",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -3,7 +3,9 @@
 The checks before storing are ``relay.ops.campaign``'s; what differs is where the room lives:
 
 - Import stores the events through the log's ordinary conditional appends (the first expects an empty
-  subject), so seqs and record bytes are exactly the export's, then adds the directory entry.
+  subject), so seqs and record bytes are exactly the export's, then adds the directory entry. The room's
+  dice seeds go into the seeds bucket before its events, first stored first kept (``ensure_seed``), so no
+  node can load the room before them.
 - Archive appends an ``archive`` event conditional on the room's last seq. Every node serving the room
   follows the stream, applies it and refuses writes from then on; no node needs to be asked.
 - Delete cannot tell whether nodes are serving the room (any node may hold it in memory), so it deletes
@@ -18,9 +20,9 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from relay.core.info import RoomInfo
 from relay.ops.campaign_parts import archive_record, confirm_delete, imported
 from relay.ops.console import fail, shown_date
+from relay.ops.room_move import Move
 from relay.storage import stores
 from relay.storage.base import Conflict, EventLog, Record, RoomExists, RoomLimitReached
 
@@ -32,10 +34,22 @@ def _run(config: Any, work: Callable[[EventLog], Any]) -> Any:
         return fail(str(exc), 1)
 
 
-def import_room(config: Any, file: str, info: RoomInfo, records: list[Record], keys_file: str | None) -> int:
+def import_room(config: Any, file: str, records: list[Record], keys_file: str | None, move: Move) -> int:
+    info = move.info
+
     async def work(log: EventLog) -> int:
         try:
-            await log.import_room(info, records, max_rooms=config.limits.max_rooms)
+            if await log.get_room(info.id) is not None:  # its seeds are not this file's to touch
+                raise RoomExists(info.id)
+            seeds = move.seeds_to_store()
+            for n, secret in sorted(seeds.items()):
+                stored = await log.ensure_seed(info.id, n, secret)
+                if stored != secret and n in move.seeds:
+                    why = f"the store already holds another dice seed {n} for room {info.id}"
+                    return fail(f"{file} was not imported: {why}.", 1)
+                seeds[n] = stored  # a seed an earlier, failed import drew for the next seed: as good
+            extra = move.records(seeds)
+            await log.import_room(info, [*records, *extra], max_rooms=config.limits.max_rooms, kept=move.kept)
         except RoomExists:
             existing = await log.get_room(info.id)
             shown = f" ({existing.name!r}, created {shown_date(existing.created)})" if existing else ""
@@ -47,6 +61,9 @@ def import_room(config: Any, file: str, info: RoomInfo, records: list[Record], k
         except (RoomLimitReached, ValueError) as exc:
             return fail(f"{file} was not imported: {exc}", 1)
         print(imported(info, len(records), keys_file))
+        said = move.said()
+        if said:
+            print(said)
         return 0
 
     return int(_run(config, work))

@@ -166,8 +166,11 @@ class EventLog(abc.ABC):
     # -- campaign life cycle (relay.ops.campaign). Not abstract, so a backend without them still loads; the
     # commands that need them say so. Archiving needs nothing here: it is an ``archive`` event.
 
-    async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
-        """Store a room exactly as given (its id, epoch and every record, seqs 1..n), atomically.
+    async def import_room(
+        self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int, kept: Sequence[Record] = ()
+    ) -> None:
+        """Store a room exactly as given (its id, epoch and every record, seqs 1..n), atomically, with
+        ``kept`` (as ``append`` stores it) for its pendings still open.
 
         Raises ``RoomExists`` when a room with that id is already stored (nothing is changed then) and
         ``RoomLimitReached`` past ``max_rooms``. The caller has checked the records (signatures, dense

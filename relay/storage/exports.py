@@ -59,11 +59,22 @@ class Export:
     form: str = "public"
     #: The room's last seq as the header gives it; ``None`` in exports written before the header had it.
     last_seq: int | None = None
+    #: What a stored export made ``--with-secrets`` carries beside the events (``relay.ops.room_move``):
+    #: the room's dice seeds and its open witnessed rolls' secrets. ``None`` in every other export.
+    secrets: dict[str, Any] | None = None
 
 
-def header(info: RoomInfo, keyring: Keyring, last_seq: int, form: str = "public") -> dict[str, Any]:
+def header(
+    info: RoomInfo,
+    keyring: Keyring,
+    last_seq: int,
+    form: str = "public",
+    secrets: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The export's first entry. ``seq`` is the room's last seq the export runs to: without it, a file cut
-    short at an entry's end (a full disk, a copy stopped part way) would read as a shorter room."""
+    short at an entry's end (a full disk, a copy stopped part way) would read as a shorter room.
+    ``secrets`` (a stored export's only) are the room's secrets a move carries, unsigned: the import holds
+    each to what the signed events commit to."""
     head: dict[str, Any] = {
         "t": HEADER,
         "v": VERSION,
@@ -80,6 +91,10 @@ def header(info: RoomInfo, keyring: Keyring, last_seq: int, form: str = "public"
     }
     if form != "public":
         head["form"] = form
+    if secrets is not None:
+        if form != "stored":
+            raise ValueError("only a stored export carries the room's secrets")
+        head["secrets"] = dict(secrets)
     return head
 
 
@@ -224,7 +239,10 @@ def read(data: bytes) -> Export:
     form = head.get("form", "public")
     if form not in FORMS:
         raise ExportError(f"the header's form {form!r} is not one of {', '.join(FORMS)}")
-    return Export(room, keys, events, form, last_seq)
+    secrets = head.get("secrets")
+    if secrets is not None and (form != "stored" or not isinstance(secrets, dict)):
+        raise ExportError("the header's secrets are not a map in a stored export")
+    return Export(room, keys, events, form, last_seq, secrets)
 
 
 # -- checking ------------------------------------------------------------------------------------------

@@ -170,10 +170,12 @@ class NatsLog(EventLog):
     # -- campaign life cycle (relay.ops.campaign)
     # ---------------------------------------------------------------
 
-    async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
+    async def import_room(
+        self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int, kept: Sequence[Record] = ()
+    ) -> None:
         """As ``EventLog.import_room``. The events go first, through ordinary conditional appends (the first
-        expects an empty subject, so a room id with events already stored is refused), then the directory
-        entry; should anything fail on the way, the room's subject is purged again (best effort)."""
+        expects an empty subject, so a room id with events already stored is refused; each stores its
+        pendings' kept first), then the directory entry; should anything fail, the subject is purged again."""
         if not ROOM_TOKEN.match(info.id):
             raise ValueError(f"room id {info.id!r} is not one a NATS store can hold")
         if await self.get_room(info.id) is not None:
@@ -183,7 +185,9 @@ class NatsLog(EventLog):
         seq = 0
         try:
             for start in range(0, len(records), IMPORT_BATCH):
-                seq = await self.append(info.id, records[start : start + IMPORT_BATCH], seq)
+                batch = records[start : start + IMPORT_BATCH]
+                mine = [k for k in kept if seq < k["pending"] <= batch[-1]["seq"]]
+                seq = await self.append(info.id, batch, seq, mine)
             await self.rooms.add(info)
         except (Conflict, nats.js.errors.KeyWrongLastSequenceError) as exc:
             if seq:  # ours went in before another writer's directory entry: take ours out again

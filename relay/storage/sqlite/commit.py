@@ -275,9 +275,13 @@ def _create_room(
 
 
 def _import_room(
-    conn: sqlite3.Connection, info: Sequence[Any], records: Sequence[Record], max_rooms: int
+    conn: sqlite3.Connection,
+    info: Sequence[Any],
+    records: Sequence[Record],
+    max_rooms: int,
+    kept: Sequence[Record] = (),
 ) -> None:
-    import_room_sync(conn, RoomInfo(*info), records, max_rooms=max_rooms)
+    import_room_sync(conn, RoomInfo(*info), records, max_rooms=max_rooms, kept=kept)
 
 
 CALLS: dict[str, Callable[..., Any]] = {

@@ -9,7 +9,7 @@ import contextlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -213,14 +213,25 @@ def create_room_sync(
 
 
 def import_room_sync(
-    conn: sqlite3.Connection, info: RoomInfo, records: Sequence[Record], *, max_rooms: int
+    conn: sqlite3.Connection,
+    info: RoomInfo,
+    records: Sequence[Record],
+    *,
+    max_rooms: int,
+    seeds: Mapping[int, bytes] | None = None,
+    kept: Sequence[Record] = (),
 ) -> None:
-    """Insert a room with its own id and epoch and all its records in one transaction (see EventLog)."""
+    """Insert a room with its own id and epoch and all its records in one transaction (see EventLog), with
+    its dice ``seeds`` and what its open witnessed rolls ``kept`` (a move with its secrets)."""
     with immediate(conn):
         if conn.execute("SELECT 1 FROM rooms WHERE id = ?", (info.id,)).fetchone() is not None:
             raise RoomExists(f"A room with id {info.id} already exists here.")
         _insert_room(conn, info, max_rooms)
         insert_events(conn, [(info.id, r["seq"], r["ts"], r["kind"], encode_record(r)) for r in records])
+        # Rows a room of this id left (a delete takes them with it, so none should be) are not its seeds.
+        rows = [(info.id, n, secret) for n, secret in (seeds or {}).items()]
+        conn.executemany("INSERT OR REPLACE INTO seeds (room, n, seed) VALUES (?, ?, ?)", rows)
+        insert_kept(conn, info.id, kept)
 
 
 def delete_room_sync(conn: sqlite3.Connection, room: str) -> bool:

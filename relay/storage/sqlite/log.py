@@ -292,8 +292,10 @@ class SqliteLog(EventLog):
         self._appends.append((AppendItem(room, records, expected_seq, kept), future))
         return future
 
-    async def import_room(self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int) -> None:
-        await self._submit_write("import_room", dataclasses.astuple(info), records, max_rooms)
+    async def import_room(
+        self, info: RoomInfo, records: Sequence[Record], *, max_rooms: int, kept: Sequence[Record] = ()
+    ) -> None:
+        await self._submit_write("import_room", dataclasses.astuple(info), records, max_rooms, kept)
 
     async def delete_room(self, room: str) -> bool:
         return bool(await self._submit_write("delete_room", room))
