@@ -97,6 +97,7 @@ def hosted_section(data: dict[str, Any], load: dict[str, Any] | None = None) -> 
             n0(check.get("rolls_stored_beyond_acked")),
         ),
         ("rolls acknowledged and not stored", n0(check.get("rolls_acked_not_stored"))),
+        ("joins and leaves in the log (the tables opened with one join per member)", _comings(check)),
         ("peak server CPU in the storm (share of one core)", _pct(restart.get("cpu_peak"))),
         ("peak server RSS in the storm (MiB)", n1(restart.get("rss_peak_mib"))),
         ("accept-queue overflows in the storm (TcpExt, whole machine)", n0(restart.get("listen_overflows"))),
@@ -152,3 +153,9 @@ def _s(x: float | None) -> str:
 def _lag(r: dict[str, Any]) -> str:
     p99, top = r.get("loop_lag_p99_ms"), r.get("loop_lag_max_ms")
     return "–" if p99 is None else f"{p99:.0f} / {top or 0:.0f} ms"
+
+
+def _comings(check: dict[str, Any]) -> str:
+    if "joins" not in check:
+        return "–"
+    return f"{n0(check.get('joins'))} joins, {n0(check.get('leaves'))} leaves"

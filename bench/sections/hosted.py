@@ -50,7 +50,8 @@ from bench.tools.harness import (
     rss_kib,
     start_server,
 )
-from bench.tools.machine import loadavg
+from bench.tools.machine import listen_overflows, loadavg
+from bench.tools.profile import sampled_if_asked
 from relay.settings.config import load
 from relay.storage.sqlite.db import connect as db_connect
 from relay.storage.sqlite.db import create_room_sync
@@ -65,9 +66,9 @@ MEMBERS = 6
 #: busy 2-core machine, past the default 20 s). Its per-address limit stays the default (256): every client
 #: socket comes from an address of its own, as a hosted relay's users do.
 ENV = {"TABLERELAY_MAX_ROOMS": "100000", "TABLERELAY_LOG_FORMAT": "json", "TABLERELAY_DRAIN_TIMEOUT": "60"}
-#: Seconds a SIGTERM may take before the harness kills the relay: above the drain's bound, as a service
-#: manager's stop timeout should be (docs/deployment.md).
-STOP_TIMEOUT = 75.0
+STOP_TIMEOUT = 75.0  # before the harness kills the relay: above the drain's bound, as a service manager's
+#: ``BENCH_HOSTED_PROFILE=1``: py-spy samples the relay in the steady run and the storm (a diagnosis).
+PROFILE = "BENCH_HOSTED_PROFILE"
 
 
 @dataclass
@@ -366,11 +367,15 @@ def summary(shards: list[Shard], watch: Watch, t0: float, t1: float) -> dict[str
 
 
 def check_log(db: Path, reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every client's seqs against its room's log, and each room's stored rolls against its acked ids."""
+    """Every client's seqs against its room's log, each room's stored rolls against its acked ids, and the
+    joins and leaves stored (one join per member as the tables open, and whatever the restart added)."""
     conn = sqlite3.connect(db)
     try:
         last = dict(conn.execute("SELECT room, MAX(seq) FROM events GROUP BY room").fetchall())
         rolls = dict(conn.execute("SELECT room, COUNT(*) FROM events WHERE kind = 'roll' GROUP BY room"))
+        comings = dict(
+            conn.execute("SELECT kind, COUNT(*) FROM events WHERE kind IN ('join', 'leave') GROUP BY kind")
+        )
     finally:
         conn.close()
     lost = dups = behind = clients = 0
@@ -415,6 +420,8 @@ def check_log(db: Path, reports: list[dict[str, Any]]) -> dict[str, Any]:
         "inflight_retried": len(inflight),
         "inflight_acked": sum(1 for i in inflight if i in acked_ids),
         "errors": _merge([r["errors"] for r in reports]),
+        "joins": int(comings.get("join", 0)),
+        "leaves": int(comings.get("leave", 0)),
         "examples": examples,
     }
 
@@ -458,7 +465,10 @@ async def relay_run(
             t0 = time.time()
             for shard in shards:
                 shard.send(cmd="go")
-            await asyncio.sleep(seconds)
+            async with sampled_if_asked(PROFILE, relay.pid, run_dir / "hosted-steady.raw") as sampled:
+                await asyncio.sleep(seconds)
+            if sampled is not None:
+                out["profile_steady"] = sampled.result
             t1 = time.time()
             out["steady"] = summary(shards, watch, t0 + min(5.0, seconds / 4), t1)
             if restart:
@@ -498,7 +508,8 @@ async def _restart(relay: Relay, shards: list[Shard], watch: Watch) -> dict[str,
     drained = relay.process.proc.returncode  # 0: the drain ended within its bound; 1: past it
     t_listen = await relay.start()
     watch.follow(relay.pid)
-    backs = await asyncio.gather(*(s.expect("back", 300) for s in shards))
+    async with sampled_if_asked(PROFILE, relay.pid, relay.log_dir / "hosted-storm.raw") as sampled:
+        backs = await asyncio.gather(*(s.expect("back", 300) for s in shards))
     t_back = max(b["last"] for b in backs) / 1000
     await asyncio.sleep(2)
     overflows = {k: v - overflows.get(k, 0) for k, v in listen_overflows().items()}
@@ -518,18 +529,8 @@ async def _restart(relay: Relay, shards: list[Shard], watch: Watch) -> dict[str,
         # because a listening socket's accept queue was full.
         "listen_overflows": overflows.get("ListenOverflows"),
         "listen_drops": overflows.get("ListenDrops"),
+        **({"profile": sampled.result} if sampled is not None else {}),
     }
-
-
-def listen_overflows() -> dict[str, int]:
-    """TcpExt's ListenOverflows and ListenDrops from /proc/net/netstat (0 where unreadable)."""
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        lines = Path("/proc/net/netstat").read_text().splitlines()
-        for head, values in zip(lines[::2], lines[1::2], strict=False):
-            if head.startswith("TcpExt:"):
-                pairs = dict(zip(head.split()[1:], values.split()[1:], strict=False))
-                return {k: int(pairs[k]) for k in ("ListenOverflows", "ListenDrops") if k in pairs}
-    return {}
 
 
 async def bare_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import subprocess
@@ -129,3 +130,14 @@ def _nofile() -> str:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return f"{soft}/{hard}"
+
+
+def listen_overflows() -> dict[str, int]:
+    """TcpExt's ListenOverflows and ListenDrops from /proc/net/netstat (0 where unreadable)."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+        for head, values in zip(lines[::2], lines[1::2], strict=False):
+            if head.startswith("TcpExt:"):
+                pairs = dict(zip(head.split()[1:], values.split()[1:], strict=False))
+                return {k: int(pairs[k]) for k in ("ListenOverflows", "ListenDrops") if k in pairs}
+    return {}

@@ -9,9 +9,12 @@ SQLite, logging, …) and by function (self time), per thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import signal
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -96,6 +99,17 @@ class Sampler:
             self.result.update(summarise(self.out))
         else:
             self.result.setdefault("error", "py-spy wrote no profile")
+
+
+@contextlib.asynccontextmanager
+async def sampled_if_asked(variable: str, pid: int, out: Path) -> AsyncIterator[Sampler | None]:
+    """With ``variable=1`` in the environment, py-spy samples ``pid`` meanwhile (a diagnosis: sampling
+    costs the server CPU, so such a run's figures are not for the page); else nothing."""
+    if os.environ.get(variable) != "1":
+        yield None
+        return
+    async with Sampler(pid, out, rate=100) as sampler:
+        yield sampler
 
 
 def _layer(frame: str) -> str:

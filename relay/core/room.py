@@ -186,8 +186,8 @@ class Room:
             join = self._append([self._record(self.pending.seq + 1, "join", member, member=member.wire())])
         return session, join
 
-    def disconnect(self, session: Session) -> Pending | None:
-        """A socket closed; the leave to store when it was the participant's last."""
+    def disconnect(self, session: Session, *, leave: bool = True) -> Pending | None:
+        """A socket closed; the leave to store when it was the participant's last (and ``leave``)."""
         if self.fair is not None:
             self.fair.left(session, session.witness)
         count = self.sockets.get(session.id, 0) - 1
@@ -195,7 +195,7 @@ class Room:
             self.sockets[session.id] = count
             return None
         self.sockets.pop(session.id, None)
-        if session.id not in self.pending.members:
+        if session.id not in self.pending.members or not leave:
             return None
         member = session.member
         return self._append([self._record(self.pending.seq + 1, "leave", member, member=member.wire())])

@@ -101,8 +101,9 @@ def _check(config: Config) -> None:
     for name in (*names, "resume_max"):
         if getattr(limits, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1; got {getattr(limits, name)}.")
-    if limits.presence_days < 0:
-        raise ConfigError(f"limits.presence_days must be 0 (keep all) or more; got {limits.presence_days}.")
+    for name, zero in (("presence_days", "keep all"), ("rejoin_grace", "leaves as a room loads")):
+        if getattr(limits, name) < 0:
+            raise ConfigError(f"limits.{name} must be 0 ({zero}) or more; got {getattr(limits, name)}.")
     if min(limits.rate, limits.hello_timeout, limits.room_idle, limits.drain_timeout) <= 0:
         raise ConfigError("limits.rate, hello_timeout, room_idle and drain_timeout must be positive numbers.")
 

@@ -39,6 +39,9 @@ class Limits:
     drain_timeout: float = 20.0  # seconds SIGTERM may take to drain; past it the server exits 1
     # Seconds a room with no socket stays loaded before it is unloaded (relay.shell.upkeep).
     room_idle: float = 60.0
+    # Seconds the members a stopped server's log still lists have to come back after a start before their
+    # leaves are stored (relay.shell.upkeep): a deploy's reconnecting tables store no leave and no join.
+    rejoin_grace: float = 60.0
     fear_max: int = 12
     hope_max: int = 6
     # Days joins and leaves stay in a fresh welcome's history; 0 keeps them all (relay.core.retention).

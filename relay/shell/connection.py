@@ -81,6 +81,8 @@ class RoomHandle:
     subscribers: dict[Connection, Session] = field(default_factory=dict)
     sessions: dict[Session, Connection] = field(default_factory=dict)
     outgoing: list[dict[str, Any]] = field(default_factory=list)  # committed, not yet broadcast
+    # The timer that stores leaves for the members the log lists without a socket (relay.shell.upkeep).
+    sweep_at: asyncio.TimerHandle | None = None
 
 
 class SocketSink:

@@ -178,10 +178,8 @@ class Relay:
         if room.fair is not None and state.pendings:  # witnessed rolls a restart or a node's end left open
             margin = fair.TAKEOVER_MS if self.log.shared else 0
             self.execute(handle, fair.recover(room, room.fair, kept, margin=margin))
-        # With other nodes serving the room, members without a socket here may have one there.
-        sweep = room.sweep() if not self.log.shared else None
-        if sweep is not None:
-            self.submit(handle, sweep)
+        if not self.log.shared:  # with other nodes serving the room, members without a socket may be there
+            self.upkeep.sweep_later(handle)
         return handle
 
     # -- appends and their outcomes ------------------------------------------------------------------
@@ -360,7 +358,8 @@ class Relay:
         self.connections.discard(conn)
         self.metrics.connections.set(len(self.connections))
         conn.outbox.close()
-        leave = handle.room.disconnect(session)
+        # A single node's stop stores no leaves: its tables come back to the next start (rejoin_grace).
+        leave = handle.room.disconnect(session, leave=not (self.stopping and not self.log.shared))
         if leave is not None:
             self.submit(handle, leave)
         if self.presence is not None and (session.id not in handle.room.sockets or session.witness):

@@ -166,9 +166,10 @@ def unsent(handle: RoomHandle) -> int | None:
 
 
 def idle(handle: RoomHandle) -> bool:
-    """No socket, nothing being stored, nothing waiting to be broadcast."""
+    """No socket, nothing being stored, nothing waiting to be broadcast, no leaves waiting to be stored."""
     return not (
-        handle.subscribers
+        handle.sweep_at
+        or handle.subscribers
         or handle.sessions
         or handle.room.sockets
         or handle.room.inflight
@@ -269,6 +270,25 @@ class Upkeep:
             since = self._idle_since.setdefault(room_id, now)
             if now - since >= relay.limits.room_idle:
                 self.unload(room_id)
+
+    def sweep_later(self, handle: RoomHandle) -> None:
+        """Leaves for the members a just-loaded room's log lists without a socket (the server stopped or
+        was killed with them connected), stored ``rejoin_grace`` seconds from now for those still away:
+        a deploy's tables reconnect meanwhile and store neither a leave nor a join."""
+        grace = self.relay.limits.rejoin_grace
+        if grace <= 0:
+            self._sweep(handle)
+        elif any(handle.room.sockets.get(pid, 0) == 0 for pid in handle.room.pending.members):
+            handle.sweep_at = asyncio.get_running_loop().call_later(grace, self._sweep, handle)
+
+    def _sweep(self, handle: RoomHandle) -> None:
+        handle.sweep_at = None
+        if self.relay.stopping or self.relay.rooms.get(handle.room.id) is not handle:
+            return  # stopping (the next start sweeps), or the room replaced
+        sweep = handle.room.sweep()
+        if sweep is not None:
+            logger.info("members_swept", room=handle.room.id, leaves=len(sweep.records))
+            self.relay.submit(handle, sweep)
 
     def unload(self, room_id: str) -> None:
         relay = self.relay
