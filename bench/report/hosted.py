@@ -137,8 +137,12 @@ seqs were compared with its room's log.
 
 Requests refused during the run: {refused} (`disconnected` is a reveal or a Fear change sent before the
 close and not answered: the client rejects those rather than risk doing them twice; rolls are sent again).
-The time back is mostly the clients' backoff: a client that tried while the old process drained and the
-new one started is a few attempts up its ladder, and waits up to the ceiling it reached.
+The stop stores no leaves, and a member who comes back within `rejoin_grace` (60 s from its room's
+load) stores no join: the joins and leaves above beyond one join per member are those who came back later
+(a leave when the grace ended, a join when they came). The time back is the clients' backoff (a client that
+tried while the old process drained and the new one started is a few attempts up its ladder, and waits up
+to the ceiling it reached) and the relay's one core: each handshake the accept queue dropped is retried by
+the client's TCP a second or more later.
 """
 
 
