@@ -167,8 +167,9 @@ def roll(room: Room, state: FairState, session: Session, frame: protocol.Roll) -
         if open_roll.roller.id == session.id and open_roll.frame.id == frame.id:
             open_roll.acks.append((session, frame.id))  # a retry while witnesses answer: the same roll
             return []
-    elsewhere = room.pending.pendings.keys() - state.open.keys() - state.refused
-    if any(room.pending.pendings[seq].roller == session.id for seq in elsewhere):
+    pendings = room.pending.pendings  # usually none: no set made for them on every roll
+    elsewhere = pendings.keys() - state.open.keys() - state.refused if pendings else ()
+    if any(pendings[seq].roller == session.id for seq in elsewhere):
         # Its roll is held by another node (or by what a node left behind): this may be a retry of it, which
         # must not roll again; it is answered once that roll is stored.
         message = "Your last roll is still waiting for its witnesses; try again in a moment."
@@ -514,6 +515,6 @@ def _result(
         nonce=nonce,
         witnesses=list(values.items()),
     )
-    dice = fairness.dice(secret, roll_script)
+    dice = fairness.dice(secret, roll_script, checked=True)  # every value in it checked as it was made
     result = rules.resolve(frame.intent, rng=dice)
     return fairness.fair_map(roll_script, dice.draws), result, intent

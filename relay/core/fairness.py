@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from relay.core.canonical import canonical
+from relay.core.canonical import canonical, encode_canonical
 from rules.rng import HmacSha256, KeyedDice
 
 SEED_DOMAIN = b"tablerelay-seed-v1\x00"
@@ -85,9 +85,11 @@ def fair_map(roll: Mapping[str, Any], draws: Iterable[tuple[int, int]]) -> dict[
     }
 
 
-def roll_key(seed: bytes, roll: Mapping[str, Any]) -> bytes:
-    """``K = HMAC(S_n, domain + canonical(transcript))``."""
-    return _seed_mac(bytes(seed)).digest(FAIR_DOMAIN + canonical(roll))
+def roll_key(seed: bytes, roll: Mapping[str, Any], *, checked: bool = False) -> bytes:
+    """``K = HMAC(S_n, domain + canonical(transcript))``. ``checked``: the room's own transcript, whose
+    values it checked as it made them (``protocol.event_values``), encoded without a second walk."""
+    encoded = encode_canonical(roll) if checked else canonical(roll)
+    return _seed_mac(bytes(seed)).digest(FAIR_DOMAIN + encoded)
 
 
 # A seed serves up to ``seed_rolls`` rolls (250 by default): its HMAC pads are hashed once for them all, not
@@ -106,6 +108,6 @@ def _seed_mac(seed: bytes) -> HmacSha256:
     return mac
 
 
-def dice(seed: bytes, roll: Mapping[str, Any]) -> KeyedDice:
+def dice(seed: bytes, roll: Mapping[str, Any], *, checked: bool = False) -> KeyedDice:
     """The dice of the roll whose transcript is ``roll``, drawn from seed ``seed``'s stream."""
-    return KeyedDice(roll_key(seed, roll))
+    return KeyedDice(roll_key(seed, roll, checked=checked))
