@@ -7,8 +7,9 @@ holds, in two key-value buckets, and the survivors clear up after a node that st
 
 - ``tablerelay_nodes`` (every key expires ``EXPIRY`` seconds after its last put): one key per running node,
   ``<node>.<run>``, put every ``BEAT`` seconds by a task that does nothing else, so a long clear-up pass
-  cannot starve it; its value counts the run's finished clear-up passes. A run whose key is missing from
-  two looks in a row (one missed look can be a late put on a loaded machine) is dead.
+  cannot starve it; its value counts the run's finished clear-up passes. A run whose key has stayed
+  missing for ``MISSING`` seconds is dead (a put that comes a moment late is not a death: taking a live
+  node for dead stores leaves for members who are still there).
 - ``tablerelay_presence``: one key per node run and room, ``<node>.<run>.<room>``, holding the ids of the
   participants with a socket on that run in that room (JSON); put when that set changes, removed when empty.
 
@@ -57,8 +58,11 @@ NODES_BUCKET = "tablerelay_nodes"
 PRESENCE_BUCKET = "tablerelay_presence"
 #: Seconds between heartbeats (and janitor passes).
 BEAT = 1.0
-#: Seconds after its last heartbeat a node's key expires: it is then taken for dead.
+#: Seconds after its last heartbeat a node's key expires.
 EXPIRY = 4.0
+#: Seconds a run's key must stay missing before the run is taken for dead (so about 6 s after its last
+#: heartbeat).
+MISSING = 2.0
 #: Seconds between reads of every presence key (finding runs that died while this node was not looking).
 FULL_SCAN = 30.0
 #: Seconds the janitor waits for a room's leaves to be stored before trying again on a later pass.
@@ -101,7 +105,7 @@ class Presence:
         self._wake = asyncio.Event()
         self._seen: set[str] = set()  # runs seen alive
         self._suspects: set[str] = set()  # dead runs whose keys may remain
-        self._missing: set[str] = set()  # runs the last look missed: dead if the next one misses them too
+        self._missing: dict[str, float] = {}  # runs the looks miss -> since when (loop time)
         self.passes = 0  # clear-up passes finished, published as the heartbeat's value
         self._live: set[str] = set()
         self._scanned = -FULL_SCAN
@@ -226,18 +230,23 @@ class Presence:
         """Which runs are alive, and which dead ones may have left keys."""
         live = owners(await bucket_subjects(self.js, NODES_BUCKET), NODES_BUCKET, 2)
         live = {run for run in live if not self._own_earlier(run)} | {self.me}
-        absent = (self._seen | self._missing) - live
+        absent = (self._seen | self._missing.keys()) - live
         if now - self._scanned >= FULL_SCAN:
             self._scanned = now
             listed = owners(await bucket_subjects(self.js, PRESENCE_BUCKET), PRESENCE_BUCKET, 3)
             absent |= listed - live
-        # A run of this node's own name is gone for sure; another is dead once two looks in a row miss it.
-        dead = {run for run in absent if run in self._missing or self._own_earlier(run)}
+        missing = {run: self._missing.get(run, now) for run in absent}
+        for run in missing.keys() - self._missing.keys():
+            logger.info("presence_run_missing", missing=run)
+        # A run of this node's own name is gone for sure; another is dead once missing for MISSING seconds.
+        dead = {run for run, since in missing.items() if now - since >= MISSING or self._own_earlier(run)}
+        for run in dead:
+            logger.info("presence_run_dead", dead=run, missing_s=round(now - missing[run], 1))
         self._suspects |= dead
-        self._missing = absent - dead
+        self._missing = {run: since for run, since in missing.items() if run not in dead}
         self._seen = (self._seen | live) - dead
         self._live = live
-        self.witnesses.prune(live | self._missing)
+        self.witnesses.prune(live | self._missing.keys())
 
     def _janitor(self) -> bool:
         return min(self._live) == self.me
