@@ -450,7 +450,8 @@ def seed_records(room: Room, events: list[tuple[str, dict[str, Any]]], actor: Me
 
 def prepare(room: Room, state: FairState) -> list[Action]:
     """The seeds to store ahead so the next roll and the next reveal can go on."""
-    return [PrepareSeed(n) for n in state.seeds.prepare(room.pending)]
+    state.seeds.forget_revealed(room.pending)
+    return [PrepareSeed(n) for n in state.seeds.missing(room.pending)]
 
 
 def _take_values(open_roll: OpenRoll, stored: Mapping[str, Any]) -> None:

@@ -29,9 +29,6 @@ class RoomSeeds:
         self.limits = limits
         self.secrets = dict(stored)
         self.storing: set[int] = set()  # asked of the shell, not stored yet: not asked again meanwhile
-        # (seed_n, seed_open) when both seeds the room needs next were held: until the room's seed moves on,
-        # nothing is missing and nothing is to forget (``prepare`` on every roll is then one comparison).
-        self._settled: tuple[int, bool] | None = None
 
     def add(self, n: int, secret: bytes) -> None:
         self.secrets[n] = secret
@@ -40,18 +37,6 @@ class RoomSeeds:
     def not_stored(self, n: int) -> None:
         """The shell could not store seed ``n``: the next roll asks for it again."""
         self.storing.discard(n)
-
-    def prepare(self, state: RoomState) -> list[int]:
-        """``forget_revealed`` then ``missing``: the seeds to draw and store now."""
-        at = (state.seed_n, state.seed_open)
-        if at == self._settled:
-            return []
-        self.forget_revealed(state)
-        wanted = self.missing(state)
-        current = state.seed_n if state.seed_open else state.seed_n + 1
-        if current in self.secrets and current + 1 in self.secrets:
-            self._settled = at
-        return wanted
 
     def missing(self, state: RoomState) -> list[int]:
         """The seeds to draw and store so that the next roll and the next reveal can go ahead, each asked

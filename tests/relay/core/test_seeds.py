@@ -11,10 +11,8 @@ import msgpack
 import pytest
 
 from relay.core import visibility
-from relay.core.seeds import RoomSeeds
 from relay.core.state import FoldError, RoomState, fold
 from relay.core.visibility import FULL, SEALED, render
-from relay.settings.config import Limits
 
 GM = {"id": "g1", "name": "GM", "role": "gm"}
 COMMIT = hashlib.sha256(b"commitment").hexdigest()
@@ -95,23 +93,3 @@ def test_a_sealed_placeholder_shows_only_what_each_witness_checks_and_the_blob_h
     assert "secret" not in str(placeholder)
     assert render(roll, FULL, state)["fair"] == fair
     assert msgpack.unpackb(roll["sealed"]["blob"], raw=False)["fair"]["draws"] == [[6, 4]]
-
-
-def test_prepare_asks_for_each_seed_once_forgets_revealed_ones_and_asks_again_after_a_failed_store() -> None:
-    seeds = RoomSeeds("r", {}, Limits())
-    fresh = fold([])
-    assert seeds.prepare(fresh) == [1, 2], "the first seed and the next, before the first roll"
-    assert seeds.prepare(fresh) == [], "asked once while stored"
-    seeds.not_stored(2)
-    assert seeds.prepare(fresh) == [2], "a failed store is asked again"
-    seeds.add(1, SEED)
-    seeds.add(2, SEED)
-    assert seeds.prepare(fresh) == []
-    opened = fold([event(1, "seed_commit", n=1, commit=COMMIT)])
-    assert seeds.prepare(opened) == []
-    assert set(seeds.secrets) == {1, 2}
-    moved = fold(
-        [event(2, "seed_reveal", n=1, seed=SEED), event(3, "seed_commit", n=2, commit=COMMIT)], opened
-    )
-    assert seeds.prepare(moved) == [3], "the seed after the new open one"
-    assert set(seeds.secrets) == {2}, "the revealed seed's secret let go"
