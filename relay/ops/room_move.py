@@ -29,10 +29,9 @@ from relay.core.state import RoomState
 from relay.ops.campaign_parts import OPERATOR
 from relay.storage import stores
 from relay.storage.base import EventLog, Record
-from relay.storage.sqlite.db import get_room_sync, kept_rolls_sync, read_sync, seeds_sync
+from relay.storage.sqlite.db import READ_CHUNK, get_room_sync, kept_rolls_sync, read_sync, seeds_sync
 from relay.trust.fairness import NONCE_BYTES, SEED_BYTES, pending_commit, seed_commit
 
-READ_CHUNK = 5000
 #: What a kept roll holds (``relay.core.fair.kept``) beside what its pending event says, and of what type.
 KEPT_TYPES: dict[str, type | tuple[type, ...]] = {
     "id": str,

@@ -359,7 +359,7 @@ class Relay:
         self.metrics.connections.set(len(self.connections))
         conn.outbox.close()
         # A single node's stop stores no leaves: its tables come back to the next start (rejoin_grace).
-        leave = handle.room.disconnect(session, leave=not (self.stopping and not self.log.shared))
+        leave = handle.room.disconnect(session, leave=self.log.shared or not self.stopping)
         if leave is not None:
             self.submit(handle, leave)
         if self.presence is not None and (session.id not in handle.room.sockets or session.witness):

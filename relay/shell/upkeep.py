@@ -278,7 +278,7 @@ class Upkeep:
         grace = self.relay.limits.rejoin_grace
         if grace <= 0:
             self._sweep(handle)
-        elif any(handle.room.sockets.get(pid, 0) == 0 for pid in handle.room.pending.members):
+        elif handle.room.pending.members:  # just loaded: none has a socket yet
             handle.sweep_at = asyncio.get_running_loop().call_later(grace, self._sweep, handle)
 
     def _sweep(self, handle: RoomHandle) -> None:
